@@ -1,0 +1,118 @@
+// buildApp: the one place where concrete stores are built and wired to the services and routes.
+// It does not listen; server.ts does (tests call buildApp and listen on port 0).
+import { join } from 'node:path';
+import type { Writable } from 'node:stream';
+import { TypeBoxValidatorCompiler, registerAjvFormats } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { pino } from 'pino';
+import type { RelayConfig } from './config.js';
+import { type CacheService, createCacheService } from './core/cache-service.js';
+import { loadPriceTable } from './core/pricing.js';
+import { type ReportService, createReportService } from './core/report-service.js';
+import { requireTokens } from './http/auth.js';
+import { cacheRoutes } from './http/cache-routes.js';
+import { registerDocs } from './http/docs.js';
+import { installErrorHandling } from './http/error-handler.js';
+import { useStrictJsonBodies } from './http/json-body.js';
+import { opsRoutes } from './http/ops-routes.js';
+import { reportingRoutes } from './http/reporting-routes.js';
+import type { CacheStore } from './storage/cache-store.js';
+import { createMemoryCacheStore } from './storage/memory-cache-store.js';
+import { createPostgresReportStore } from './storage/postgres-report-store.js';
+import { createRedisCacheStore } from './storage/redis-cache-store.js';
+import type { ReportStore } from './storage/report-store.js';
+import { createSqliteCacheStore } from './storage/sqlite-cache-store.js';
+import { createSqliteReportStore } from './storage/sqlite-report-store.js';
+import { VERSION } from './version.js';
+
+export interface AppOverrides {
+  cacheStore?: CacheStore;
+  reportStore?: ReportStore;
+  /** where pino writes (default stdout) */
+  logStream?: Writable;
+  now?: () => number;
+}
+
+export interface Relay {
+  app: FastifyInstance;
+  config: Readonly<RelayConfig>;
+  cache: CacheService;
+  reports: ReportService;
+}
+
+/** Credentials never reach a log line, at any level. */
+const REDACT = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'req.headers["x-api-key"]',
+  'req.headers["api-key"]',
+  'req.headers["x-pezzo-api-key"]',
+  'req.headers["x-relay-token"]',
+  'res.headers["set-cookie"]',
+];
+
+export async function openCacheStore(config: RelayConfig): Promise<CacheStore> {
+  if (config.cacheUrl === 'memory') return createMemoryCacheStore({ maxBytes: config.cacheMaxBytes });
+  if (config.cacheUrl === 'sqlite')
+    return createSqliteCacheStore({ file: join(config.dataDir, 'cache.sqlite'), maxBytes: config.cacheMaxBytes });
+  return createRedisCacheStore({ url: config.cacheUrl });
+}
+
+export async function openReportStore(config: RelayConfig): Promise<ReportStore> {
+  if (config.reportsUrl === 'sqlite') return createSqliteReportStore({ file: join(config.dataDir, 'reports.sqlite') });
+  return createPostgresReportStore({ connectionString: config.reportsUrl });
+}
+
+export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOverrides = {}): Promise<Relay> {
+  registerAjvFormats();
+  const logger: FastifyBaseLogger = pino({ level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } }, overrides.logStream);
+  const cacheStore = overrides.cacheStore ?? (await openCacheStore(config));
+  let reportStore: ReportStore;
+  try {
+    reportStore = overrides.reportStore ?? (await openReportStore(config));
+  } catch (err) {
+    await cacheStore.close();
+    throw err;
+  }
+
+  const cache = createCacheService({
+    store: cacheStore,
+    defaultTtlSec: config.cacheTtl,
+    maxEntryBytes: config.cacheMaxEntryBytes,
+    timeoutMs: config.storeTimeoutMs,
+    ...(overrides.now ? { now: overrides.now } : {}),
+  });
+  const reports = createReportService({
+    store: reportStore,
+    prices: loadPriceTable(config.pricesFile),
+    flushMs: config.reportFlushMs,
+    batchMax: config.reportBatchMax,
+    ...(overrides.now ? { now: overrides.now } : {}),
+  });
+
+  const app = Fastify({
+    loggerInstance: logger,
+    bodyLimit: config.maxBodyBytes,
+    return503OnClosing: true,
+  });
+  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  // Replies are plain JSON; schemas on responses are for the OpenAPI document only.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  installErrorHandling(app);
+  requireTokens(app, config.apiTokens);
+  await registerDocs(app, VERSION);
+
+  await app.register(async (api) => {
+    useStrictJsonBodies(api, config.maxJsonDepth);
+    await api.register(reportingRoutes, { reports });
+    await api.register(cacheRoutes, { cache });
+  });
+  await app.register(opsRoutes, { cacheStore, reportStore, timeoutMs: config.storeTimeoutMs });
+
+  app.addHook('onClose', async () => {
+    await reports.flush();
+    await Promise.allSettled([cacheStore.close(), reportStore.close()]);
+  });
+
+  return { app, config, cache, reports };
+}

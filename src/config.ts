@@ -1,0 +1,368 @@
+// Settings, lowest precedence first: DEFAULTS → JSON file (--config / RELAY_CONFIG) → environment → flags.
+// One table (SETTINGS) drives parsing, validation, `--help` and the README; every problem is collected and
+// reported at once. This is the only file that reads process.env.
+import { readFileSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface RouteConfig {
+  prefix: string;
+  upstream: string;
+}
+
+export interface RelayConfig {
+  port: number;
+  host: string;
+  upstreamUrl: string;
+  routes: RouteConfig[];
+  dataDir: string;
+  cacheUrl: string;
+  reportsUrl: string;
+  cache: boolean;
+  cacheTtl: number;
+  cacheMaxBytes: number;
+  cacheMaxEntryBytes: number;
+  cacheScope: 'credential' | 'shared';
+  offline: boolean;
+  apiTokens: string[];
+  logLevel: string;
+  environment: string;
+  maxBodyBytes: number;
+  maxJsonDepth: number;
+  reportFlushMs: number;
+  reportBatchMax: number;
+  shutdownGraceMs: number;
+  upstreamConnectTimeoutMs: number;
+  upstreamHeadersTimeoutMs: number;
+  upstreamBodyTimeoutMs: number;
+  storeTimeoutMs: number;
+  pricesFile: string;
+}
+
+type Kind = 'int' | 'string' | 'bool' | 'onoff' | 'list' | 'url' | 'enum' | 'level';
+
+interface Setting {
+  key: keyof RelayConfig;
+  env: string;
+  kind: Kind;
+  description: string;
+  min?: number;
+  max?: number;
+  values?: readonly string[];
+}
+
+const PACKAGE_ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
+
+export const DEFAULTS: Readonly<RelayConfig> = Object.freeze({
+  port: 8787,
+  host: '127.0.0.1',
+  upstreamUrl: 'https://api.openai.com',
+  routes: [],
+  dataDir: './data',
+  cacheUrl: 'sqlite',
+  reportsUrl: 'sqlite',
+  cache: true,
+  cacheTtl: 604_800,
+  cacheMaxBytes: 1_073_741_824,
+  cacheMaxEntryBytes: 8 * 1024 * 1024,
+  cacheScope: 'credential',
+  offline: false,
+  apiTokens: [],
+  logLevel: 'info',
+  environment: 'development',
+  maxBodyBytes: 32 * 1024 * 1024,
+  maxJsonDepth: 64,
+  reportFlushMs: 2,
+  reportBatchMax: 500,
+  shutdownGraceMs: 10_000,
+  upstreamConnectTimeoutMs: 10_000,
+  upstreamHeadersTimeoutMs: 300_000,
+  upstreamBodyTimeoutMs: 300_000,
+  storeTimeoutMs: 1_000,
+  pricesFile: resolve(PACKAGE_ROOT, 'config/prices.json'),
+});
+
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export const SETTINGS: readonly Setting[] = [
+  { key: 'port', env: 'PORT', kind: 'int', min: 0, max: 65_535, description: 'TCP port to listen on (0 picks a free port)' },
+  { key: 'host', env: 'HOST', kind: 'string', description: 'address to bind; 0.0.0.0 in the Docker image' },
+  { key: 'upstreamUrl', env: 'RELAY_UPSTREAM_URL', kind: 'url', description: 'origin of the default route: /v1/chat/completions goes to <origin>/v1/chat/completions' },
+  { key: 'dataDir', env: 'RELAY_DATA_DIR', kind: 'string', description: 'directory of the embedded SQLite databases and the durable outbox' },
+  { key: 'cacheUrl', env: 'RELAY_CACHE_URL', kind: 'string', description: 'cache store: sqlite, memory, or redis://… / rediss://…' },
+  { key: 'reportsUrl', env: 'RELAY_REPORTS_URL', kind: 'string', description: 'report store: sqlite, or postgres://… / postgresql://…' },
+  { key: 'cache', env: 'RELAY_CACHE', kind: 'onoff', description: 'on or off: whether proxied calls use the cache by default' },
+  { key: 'cacheTtl', env: 'RELAY_CACHE_TTL', kind: 'int', min: 1, max: 315_360_000, description: 'seconds an entry lives unless a request says otherwise' },
+  { key: 'cacheMaxBytes', env: 'RELAY_CACHE_MAX_BYTES', kind: 'int', min: 1024, description: 'byte budget of the sqlite and memory cache stores; least recently used entries go first' },
+  { key: 'cacheMaxEntryBytes', env: 'RELAY_CACHE_MAX_ENTRY_BYTES', kind: 'int', min: 1, description: 'largest answer stored in the cache (bigger ones are served, not stored)' },
+  { key: 'cacheScope', env: 'RELAY_CACHE_SCOPE', kind: 'enum', values: ['credential', 'shared'], description: 'credential: proxy entries shared only by callers with the same upstream credential; shared: one team-wide space' },
+  { key: 'offline', env: 'RELAY_OFFLINE', kind: 'bool', description: 'never call upstream: a cache miss is answered 504 (CI replay)' },
+  { key: 'apiTokens', env: 'RELAY_API_TOKENS', kind: 'list', description: 'comma-separated access tokens; when set every route but /healthz needs one' },
+  { key: 'logLevel', env: 'RELAY_LOG_LEVEL', kind: 'level', values: LEVELS, description: 'pino log level' },
+  { key: 'environment', env: 'RELAY_ENVIRONMENT', kind: 'string', description: 'metadata.environment of proxied reports that do not name one' },
+  { key: 'maxBodyBytes', env: 'RELAY_MAX_BODY_BYTES', kind: 'int', min: 1024, description: 'largest request body accepted (413 above it)' },
+  { key: 'maxJsonDepth', env: 'RELAY_MAX_JSON_DEPTH', kind: 'int', min: 2, max: 10_000, description: 'deepest JSON nesting accepted on /api (400 above it)' },
+  { key: 'reportFlushMs', env: 'RELAY_REPORT_FLUSH_MS', kind: 'int', min: 0, max: 10_000, description: 'group commit window: reports arriving within it share one transaction' },
+  { key: 'reportBatchMax', env: 'RELAY_REPORT_BATCH_MAX', kind: 'int', min: 1, max: 10_000, description: 'most reports written in one transaction' },
+  { key: 'shutdownGraceMs', env: 'RELAY_SHUTDOWN_GRACE_MS', kind: 'int', min: 0, description: 'how long SIGTERM/SIGINT waits for in-flight calls before closing' },
+  { key: 'upstreamConnectTimeoutMs', env: 'RELAY_UPSTREAM_CONNECT_TIMEOUT_MS', kind: 'int', min: 1, description: 'upstream TCP/TLS connect timeout (504)' },
+  { key: 'upstreamHeadersTimeoutMs', env: 'RELAY_UPSTREAM_HEADERS_TIMEOUT_MS', kind: 'int', min: 1, description: 'time allowed for the upstream response headers (504)' },
+  { key: 'upstreamBodyTimeoutMs', env: 'RELAY_UPSTREAM_BODY_TIMEOUT_MS', kind: 'int', min: 1, description: 'longest silence allowed between upstream body chunks (504)' },
+  { key: 'storeTimeoutMs', env: 'RELAY_STORE_TIMEOUT_MS', kind: 'int', min: 1, description: 'a cache store call slower than this counts as a failure (the proxy treats it as a miss)' },
+  { key: 'pricesFile', env: 'RELAY_PRICES_FILE', kind: 'string', description: 'price table (USD per million tokens) used to derive cost' },
+];
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+export interface ConfigSources {
+  env?: NodeJS.ProcessEnv;
+  argv?: string[];
+  /** Values set in code (tests); applied after every other source. */
+  overrides?: Partial<RelayConfig>;
+}
+
+export function flagName(setting: Setting): string {
+  return `--${setting.env.replace(/^RELAY_/, '').toLowerCase().replace(/_/g, '-')}`;
+}
+
+/** Builds the configuration from every source; throws ConfigError listing every problem. */
+export function loadConfig(sources: ConfigSources = {}): Readonly<RelayConfig> {
+  const env = sources.env ?? process.env;
+  const problems: string[] = [];
+  const { flags, configFile } = parseArgv(sources.argv ?? [], problems);
+  const raw: Record<string, unknown> = { ...DEFAULTS };
+
+  const file = configFile ?? env.RELAY_CONFIG;
+  if (file) Object.assign(raw, readConfigFile(file, problems));
+  for (const s of SETTINGS) {
+    const fromEnv = env[s.env];
+    if (fromEnv !== undefined && fromEnv !== '') raw[s.key] = fromString(s, fromEnv, `${s.env}`, problems);
+  }
+  for (const s of SETTINGS) {
+    const f = flags.get(flagName(s));
+    if (f !== undefined) raw[s.key] = fromString(s, f, flagName(s), problems);
+  }
+  Object.assign(raw, sources.overrides ?? {});
+
+  const config = validate(raw, problems);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(config);
+}
+
+function parseArgv(argv: string[], problems: string[]): { flags: Map<string, string>; configFile?: string } {
+  const known = new Set(SETTINGS.map(flagName));
+  const flags = new Map<string, string>();
+  let configFile: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--')) {
+      problems.push(`unexpected argument "${arg}" (see --help)`);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    const name = eq > 0 ? arg.slice(0, eq) : arg;
+    const isBoolFlag = name === '--offline';
+    let value = eq > 0 ? arg.slice(eq + 1) : undefined;
+    if (name === '--config') {
+      value ??= argv[++i];
+      if (value === undefined) problems.push('--config needs a file name');
+      else configFile = value;
+      continue;
+    }
+    if (!known.has(name)) {
+      problems.push(`unknown option ${name} (see --help)`);
+      if (value === undefined && argv[i + 1] !== undefined && !argv[i + 1]!.startsWith('--')) i++; // its value
+      continue;
+    }
+    if (value === undefined) value = isBoolFlag && (argv[i + 1] ?? '--').startsWith('--') ? 'true' : argv[++i];
+    if (value === undefined) problems.push(`${name} needs a value`);
+    else flags.set(name, value);
+  }
+  return configFile === undefined ? { flags } : { flags, configFile };
+}
+
+function readConfigFile(file: string, problems: string[]): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    problems.push(`config file ${file}: ${(err as Error).message}`);
+    return {};
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    problems.push(`config file ${file}: must hold a JSON object`);
+    return {};
+  }
+  const out: Record<string, unknown> = {};
+  const keys = new Set<string>([...SETTINGS.map((s) => s.key), 'routes']);
+  for (const [k, v] of Object.entries(parsed)) {
+    if (k.startsWith('$') || k.startsWith('//')) continue; // comments and $schema
+    if (!keys.has(k)) problems.push(`config file ${file}: unknown setting "${k}"`);
+    else out[k] = v;
+  }
+  return out;
+}
+
+function fromString(s: Setting, value: string, where: string, problems: string[]): unknown {
+  switch (s.kind) {
+    case 'int': {
+      if (!/^-?\d+$/.test(value.trim())) {
+        problems.push(`${where}: "${value}" is not a whole number`);
+        return undefined;
+      }
+      return Number(value);
+    }
+    case 'bool':
+      if (/^(true|1|yes|on)$/i.test(value)) return true;
+      if (/^(false|0|no|off)$/i.test(value)) return false;
+      problems.push(`${where}: "${value}" is not true or false`);
+      return undefined;
+    case 'onoff':
+      if (/^(on|true|1)$/i.test(value)) return true;
+      if (/^(off|false|0)$/i.test(value)) return false;
+      problems.push(`${where}: "${value}" is not on or off`);
+      return undefined;
+    case 'list':
+      return value.split(',').map((t) => t.trim()).filter((t) => t.length > 0);
+    default:
+      return value;
+  }
+}
+
+function validate(raw: Record<string, unknown>, problems: string[]): RelayConfig {
+  for (const s of SETTINGS) {
+    const v = raw[s.key];
+    const name = `${s.key} (${s.env})`;
+    if (v === undefined) {
+      raw[s.key] = DEFAULTS[s.key];
+      continue;
+    }
+    switch (s.kind) {
+      case 'int':
+        if (!Number.isSafeInteger(v)) problems.push(`${name}: must be a whole number`);
+        else if (s.min !== undefined && (v as number) < s.min) problems.push(`${name}: must be at least ${s.min}`);
+        else if (s.max !== undefined && (v as number) > s.max) problems.push(`${name}: must be at most ${s.max}`);
+        break;
+      case 'bool':
+      case 'onoff':
+        if (typeof v !== 'boolean') problems.push(`${name}: must be a boolean`);
+        break;
+      case 'list':
+        if (!Array.isArray(v) || v.some((t) => typeof t !== 'string' || t.length === 0))
+          problems.push(`${name}: must be a list of non-empty strings`);
+        break;
+      case 'enum':
+      case 'level':
+        if (!s.values!.includes(v as string)) problems.push(`${name}: must be one of ${s.values!.join(', ')}`);
+        break;
+      case 'url':
+        if (!isHttpOrigin(v)) problems.push(`${name}: must be an http:// or https:// URL, got "${String(v)}"`);
+        break;
+      default:
+        if (typeof v !== 'string' || v.length === 0) problems.push(`${name}: must be a non-empty string`);
+    }
+  }
+  const cacheUrl = String(raw.cacheUrl);
+  if (!/^(sqlite|memory|rediss?:\/\/.+)$/.test(cacheUrl))
+    problems.push(`cacheUrl (RELAY_CACHE_URL): must be sqlite, memory, redis://… or rediss://…, got "${redact(cacheUrl)}"`);
+  const reportsUrl = String(raw.reportsUrl);
+  if (!/^(sqlite|postgres(ql)?:\/\/.+)$/.test(reportsUrl))
+    problems.push(`reportsUrl (RELAY_REPORTS_URL): must be sqlite or postgres://…, got "${redact(reportsUrl)}"`);
+  raw.routes = validateRoutes(raw.routes, problems);
+  if (typeof raw.dataDir === 'string') raw.dataDir = resolve(raw.dataDir);
+  if (typeof raw.pricesFile === 'string' && !isAbsolute(raw.pricesFile)) raw.pricesFile = resolve(raw.pricesFile);
+  if (typeof raw.upstreamUrl === 'string') raw.upstreamUrl = raw.upstreamUrl.replace(/\/+$/, '');
+  return raw as unknown as RelayConfig;
+}
+
+const RESERVED_PREFIXES = ['/api', '/healthz', '/readyz', '/metrics', '/docs', '/dashboard'];
+
+function validateRoutes(routes: unknown, problems: string[]): RouteConfig[] {
+  if (!Array.isArray(routes)) {
+    problems.push('routes: must be a list of {"prefix": "/name", "upstream": "https://…"}');
+    return [];
+  }
+  const seen = new Set<string>();
+  const out: RouteConfig[] = [];
+  routes.forEach((r: unknown, i) => {
+    const route = r as Partial<RouteConfig> | null;
+    const prefix = route?.prefix;
+    let ok = true;
+    if (typeof prefix !== 'string' || !/^\/[A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*$/.test(prefix)) {
+      problems.push(`routes[${i}].prefix: must look like "/anthropic"`);
+      ok = false;
+    } else if (RESERVED_PREFIXES.some((p) => prefix === p || prefix.startsWith(`${p}/`))) {
+      problems.push(`routes[${i}].prefix: ${prefix} is served by the relay itself`);
+      ok = false;
+    } else if (seen.has(prefix)) {
+      problems.push(`routes[${i}].prefix: ${prefix} is listed twice`);
+      ok = false;
+    }
+    if (!isHttpOrigin(route?.upstream)) {
+      problems.push(`routes[${i}].upstream: must be an http:// or https:// URL`);
+      ok = false;
+    }
+    if (ok) {
+      seen.add(prefix as string);
+      out.push({ prefix: prefix as string, upstream: (route!.upstream as string).replace(/\/+$/, '') });
+    }
+  });
+  return out;
+}
+
+function isHttpOrigin(v: unknown): v is string {
+  if (typeof v !== 'string') return false;
+  try {
+    const u = new URL(v);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && !u.search && !u.hash;
+  } catch {
+    return false;
+  }
+}
+
+/** A connection string without its password, for messages and logs. */
+export function redact(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return url;
+  }
+}
+
+/** A setting's default as a user would type it. */
+export function defaultShown(s: Setting): string {
+  const def = DEFAULTS[s.key];
+  if (Array.isArray(def)) return def.length ? def.join(',') : '(none)';
+  if (s.kind === 'onoff') return def ? 'on' : 'off';
+  if (s.key === 'pricesFile') return 'config/prices.json';
+  return String(def);
+}
+
+export function helpText(version: string): string {
+  const lines = [
+    `llm-relay ${version} — a caching, reporting reverse proxy for LLM APIs`,
+    '',
+    'Usage: llm-relay [options]',
+    '',
+    'Every option can also be set by its environment variable or in a JSON config file;',
+    'flags win over the environment, which wins over the file, which wins over the defaults.',
+    '',
+    '  --config FILE                        JSON config file (RELAY_CONFIG); also holds "routes"',
+  ];
+  for (const s of SETTINGS) {
+    const shown = defaultShown(s);
+    lines.push(`  ${`${flagName(s)} VALUE`.padEnd(36)} ${s.description}`);
+    lines.push(`  ${''.padEnd(36)} env ${s.env}, default ${shown}`);
+  }
+  lines.push('  --help                               print this help', '  --version                            print the version');
+  return `${lines.join('\n')}\n`;
+}

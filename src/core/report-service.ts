@@ -1,0 +1,54 @@
+// The one report service: derive, then write through the group-commit writer. Both the direct API and
+// the proxy record through here.
+import { RELAY_ERR_REPORTS_UNAVAILABLE, StoreUnavailableError } from '../errors.js';
+import type { ReportPage, ReportQuery, ReportStore, StoredReport } from '../storage/report-store.js';
+import { uuidv7 } from './ids.js';
+import type { PriceTable } from './pricing.js';
+import { type ReportInput, deriveReport } from './report-derive.js';
+import { type ReportWriter, createReportWriter } from './report-writer.js';
+
+export interface ReportServiceOptions {
+  store: ReportStore;
+  prices: PriceTable;
+  flushMs: number;
+  batchMax: number;
+  now?: () => number;
+}
+
+export interface ReportService {
+  /** Resolves with the stored report once it is durable. */
+  record(input: ReportInput): Promise<StoredReport>;
+  get(id: string): Promise<StoredReport | undefined>;
+  list(query: ReportQuery): Promise<ReportPage>;
+  flush(): Promise<void>;
+  readonly writer: ReportWriter;
+  readonly prices: PriceTable;
+}
+
+export function createReportService(opts: ReportServiceOptions): ReportService {
+  const now = opts.now ?? Date.now;
+  const writer = createReportWriter({ store: opts.store, flushMs: opts.flushMs, batchMax: opts.batchMax });
+
+  return {
+    writer,
+    prices: opts.prices,
+    async record(input) {
+      const t = now();
+      const report = deriveReport(input, { id: uuidv7(t), receivedAt: new Date(t).toISOString() }, opts.prices);
+      await unavailableAs503(writer.write(report));
+      return report;
+    },
+    get: (id) => unavailableAs503(opts.store.get(id)),
+    list: (query) => unavailableAs503(opts.store.list(query)),
+    flush: () => writer.flush(),
+  };
+}
+
+async function unavailableAs503<T>(op: Promise<T>): Promise<T> {
+  try {
+    return await op;
+  } catch (err) {
+    if (err instanceof StoreUnavailableError) throw new RELAY_ERR_REPORTS_UNAVAILABLE(err.message, { cause: err });
+    throw err;
+  }
+}

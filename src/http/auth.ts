@@ -1,0 +1,41 @@
+// Relay access tokens (RELAY_API_TOKENS). Tokens are compared as sha256 digests with timingSafeEqual, so
+// neither the token nor its length leaks through timing. On the proxy, `authorization` belongs to the
+// upstream, so there only `x-relay-token` counts.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { RELAY_ERR_UNAUTHORIZED } from '../errors.js';
+
+const OPEN_ROUTES = new Set(['/healthz']);
+
+function digest(token: string): Buffer {
+  return createHash('sha256').update(token).digest();
+}
+
+export function createTokenCheck(tokens: readonly string[]): (presented: string | undefined) => boolean {
+  const digests = tokens.map(digest);
+  return (presented) => {
+    if (presented === undefined || presented.length === 0) return false;
+    const d = digest(presented);
+    let ok = false;
+    for (const t of digests) ok = timingSafeEqual(t, d) || ok; // no early exit
+    return ok;
+  };
+}
+
+function presentedToken(request: FastifyRequest): string | undefined {
+  const relayToken = request.headers['x-relay-token'];
+  if (typeof relayToken === 'string') return relayToken;
+  if (!request.url.startsWith('/api/')) return undefined;
+  const auth = request.headers.authorization;
+  const m = typeof auth === 'string' ? /^Bearer\s+(.+)$/i.exec(auth) : null;
+  return m?.[1]?.trim();
+}
+
+export function requireTokens(app: FastifyInstance, tokens: readonly string[]): void {
+  if (tokens.length === 0) return;
+  const check = createTokenCheck(tokens);
+  app.addHook('onRequest', async (request) => {
+    if (OPEN_ROUTES.has(request.url.split('?')[0]!)) return;
+    if (!check(presentedToken(request))) throw new RELAY_ERR_UNAUTHORIZED();
+  });
+}

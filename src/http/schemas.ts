@@ -1,0 +1,126 @@
+// Route schemas (TypeBox): the same objects validate requests and produce the OpenAPI document at /docs.
+import { Type } from 'typebox';
+
+const FreeObject = (description: string) =>
+  Type.Object({}, { additionalProperties: true, description });
+
+const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 date-time, e.g. 2024-05-01T12:00:00.000Z' });
+const Flag = (description: string) => Type.Optional(Type.Union([Type.Boolean(), Type.Null()], { description }));
+
+export const ErrorBody = Type.Object(
+  {
+    statusCode: Type.Integer(),
+    code: Type.String({ description: 'RELAY_ERR_* (see the README error table)' }),
+    error: Type.String(),
+    message: Type.String(),
+  },
+  { additionalProperties: true },
+);
+
+const Exchange = (what: string) =>
+  Type.Object(
+    {
+      timestamp: Timestamp,
+      body: Type.Optional(FreeObject(`body of the ${what}; absent for a call that never got one`)),
+    },
+    { additionalProperties: true },
+  );
+
+export const ReportBody = Type.Object(
+  {
+    metadata: Type.Optional(
+      Type.Object(
+        {
+          client: Type.Optional(Type.String()),
+          clientVersion: Type.Optional(Type.String()),
+          environment: Type.Optional(Type.String()),
+          promptId: Type.Optional(Type.String()),
+        },
+        { additionalProperties: true },
+      ),
+    ),
+    request: Exchange('request'),
+    response: Exchange('response'),
+    properties: Type.Optional(FreeObject('free-form properties, e.g. userId, traceId')),
+    cacheEnabled: Flag('whether caching was enabled (null: unknown)'),
+    cacheHit: Flag('whether the answer came from a cache (null: cache off)'),
+  },
+  { additionalProperties: true },
+);
+
+export const StoredReportBody = Type.Object(
+  {
+    id: Type.String(),
+    receivedAt: Type.String({ format: 'date-time' }),
+    durationMs: Type.Union([Type.Number(), Type.Null()]),
+    status: Type.Union([Type.Integer(), Type.Null()]),
+    model: Type.Union([Type.String(), Type.Null()]),
+    provider: Type.Union([Type.String(), Type.Null()]),
+    costUsd: Type.Union([Type.Number(), Type.Null()]),
+    requestBytes: Type.Integer(),
+    responseBytes: Type.Integer(),
+  },
+  { additionalProperties: true, description: 'the report as sent, plus the derived fields' },
+);
+
+export const SaveBody = Type.Object(
+  {
+    request: FreeObject('the key object: the request as the client would send it'),
+    response: FreeObject('the response to store'),
+  },
+  { additionalProperties: true },
+);
+
+export const SaveReply = Type.Object({
+  hash: Type.String({ description: 'sha256 hex of the RFC 8785 canonical request' }),
+  exp: Type.String({ format: 'date-time', description: 'expiry' }),
+});
+
+export const RetrieveBody = Type.Object(
+  { request: FreeObject('the key object to look up') },
+  { additionalProperties: true },
+);
+
+export const RetrieveHit = Type.Object(
+  { hit: Type.Boolean(), data: Type.Unknown({ description: 'the saved response, or null on a miss' }) },
+  { additionalProperties: true },
+);
+
+export const CacheHeaders = Type.Object(
+  {
+    'x-relay-cache-namespace': Type.Optional(
+      Type.String({ pattern: '^[A-Za-z0-9._-]{1,128}$', description: 'explicit cache namespace' }),
+    ),
+    'x-relay-cache-ttl': Type.Optional(
+      Type.String({ pattern: '^[0-9]{1,9}$', description: 'TTL in seconds of the saved entry' }),
+    ),
+    'x-pezzo-project-id': Type.Optional(Type.String({ description: 'selects the namespace of a Pezzo project' })),
+  },
+  { additionalProperties: true },
+);
+
+export const ListQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })),
+    cursor: Type.Optional(Type.String({ maxLength: 512 })),
+    from: Type.Optional(Type.String({ format: 'date-time', description: 'inclusive, on request.timestamp' })),
+    to: Type.Optional(Type.String({ format: 'date-time', description: 'exclusive, on request.timestamp' })),
+    environment: Type.Optional(Type.String()),
+    promptId: Type.Optional(Type.String()),
+    client: Type.Optional(Type.String()),
+    model: Type.Optional(Type.String()),
+    status: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
+    cacheHit: Type.Optional(Type.Boolean()),
+  },
+  {
+    additionalProperties: true,
+    description: 'plus property.<name>=<value> filters on report properties',
+  },
+);
+
+export const ReportPageBody = Type.Object({
+  items: Type.Array(StoredReportBody),
+  nextCursor: Type.Union([Type.String(), Type.Null()]),
+});
+
+export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });

@@ -1,0 +1,34 @@
+// The cache store port. Adapters (sqlite, memory, redis) keep opaque JSON text under a string key; TTL and
+// the byte budget are enforced by the store, everything else (key derivation, namespaces, what a value
+// means) lives in core/cache-service.
+export interface CacheRecord {
+  /** `<namespace>:<sha256 hex>` */
+  key: string;
+  /** JSON text of a core/cached-response value. Stores never look inside. */
+  value: string;
+  /** epoch ms when the entry was written */
+  createdAt: number;
+  /** epoch ms after which the entry must not be returned */
+  expiresAt: number;
+}
+
+export interface CacheStoreStats {
+  entries: number;
+  bytes: number;
+}
+
+export interface CacheStore {
+  /** `sqlite`, `memory` or `redis` */
+  readonly kind: string;
+  /** The record, or undefined when absent or expired. Rejects with StoreUnavailableError when the backend fails. */
+  get(key: string): Promise<CacheRecord | undefined>;
+  /** Insert or replace. */
+  set(record: CacheRecord): Promise<void>;
+  delete(key: string): Promise<boolean>;
+  /** Every live record (for export). Order is unspecified. */
+  entries(): AsyncIterable<CacheRecord>;
+  stats(): Promise<CacheStoreStats>;
+  /** Resolves when the backend answers. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

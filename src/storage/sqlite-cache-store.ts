@@ -1,0 +1,221 @@
+// The embedded default cache: one SQLite file in the data dir, bounded by a byte budget with LRU eviction.
+// better-sqlite3 is synchronous; the port is async so that core sees every adapter the same way, and each
+// call here is one or two small indexed statements, so blocking the event loop for them is cheap.
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { StoreUnavailableError } from '../errors.js';
+import type { CacheRecord, CacheStore, CacheStoreStats } from './cache-store.js';
+
+export interface SqliteCacheStoreOptions {
+  /** Path of the database file (its directory is created if missing), or ':memory:'. */
+  file: string;
+  /** Budget for the bytes of key + value (UTF-8); least recently used entries are evicted beyond it. */
+  maxBytes: number;
+  /** How long a statement waits for a lock held by another connection before failing. */
+  busyTimeoutMs?: number;
+  /** Rows read per query by entries(); values can be up to ~1 MB each, so keep pages small. */
+  entriesPageSize?: number;
+  now?: () => number;
+}
+
+const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
+const DEFAULT_ENTRIES_PAGE_SIZE = 32;
+/** Victims fetched per eviction query; most sets evict one or two entries, so a small batch is plenty. */
+const EVICTION_BATCH = 32;
+
+interface Row {
+  id: number;
+  key: string;
+  value: string;
+  created_at: number;
+  expires_at: number;
+}
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS cache_entries (
+    key TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    last_access INTEGER NOT NULL,
+    size INTEGER NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS cache_entries_last_access ON cache_entries (last_access);
+  CREATE INDEX IF NOT EXISTS cache_entries_expires_at ON cache_entries (expires_at);
+`;
+
+function unavailable(err: unknown): StoreUnavailableError {
+  if (err instanceof StoreUnavailableError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new StoreUnavailableError('cache', `sqlite cache store: ${message}`, { cause: err });
+}
+
+function entrySize(key: string, value: string): number {
+  return Buffer.byteLength(key, 'utf8') + Buffer.byteLength(value, 'utf8');
+}
+
+function toRecord(row: Row): CacheRecord {
+  return { key: row.key, value: row.value, createdAt: row.created_at, expiresAt: row.expires_at };
+}
+
+function openDatabase(file: string, busyTimeoutMs: number): Database.Database {
+  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  const db = new Database(file);
+  try {
+    db.pragma('journal_mode = WAL');
+    // A cache may lose its last writes on power loss; NORMAL skips the fsync per commit that FULL pays.
+    db.pragma('synchronous = NORMAL');
+    db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
+    db.exec(SCHEMA);
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStore {
+  const { file, maxBytes } = opts;
+  if (!(maxBytes > 0)) throw new RangeError(`maxBytes must be positive, got ${maxBytes}`);
+  const now = opts.now ?? Date.now;
+  const pageSize = opts.entriesPageSize ?? DEFAULT_ENTRIES_PAGE_SIZE;
+
+  let db: Database.Database;
+  try {
+    db = openDatabase(file, opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
+  } catch (err) {
+    throw unavailable(err);
+  }
+
+  const selectOne = db.prepare<[string], Row>(
+    'SELECT rowid AS id, key, value, created_at, expires_at FROM cache_entries WHERE key = ?',
+  );
+  const touch = db.prepare<[number, string]>('UPDATE cache_entries SET last_access = ? WHERE key = ?');
+  const selectSize = db.prepare<[string], number>('SELECT size FROM cache_entries WHERE key = ?').pluck();
+  const upsert = db.prepare<[string, string, number, number, number, number]>(
+    `INSERT INTO cache_entries (key, value, created_at, expires_at, last_access, size) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at,
+       expires_at = excluded.expires_at, last_access = excluded.last_access, size = excluded.size`,
+  );
+  const deleteOne = db.prepare<[string], number>('DELETE FROM cache_entries WHERE key = ? RETURNING size').pluck();
+  const deleteIfExpired = db
+    .prepare<[string, number], number>('DELETE FROM cache_entries WHERE key = ? AND expires_at <= ? RETURNING size')
+    .pluck();
+  const deleteExpired = db
+    .prepare<[number], number>('DELETE FROM cache_entries WHERE expires_at <= ? RETURNING size')
+    .pluck();
+  const selectOldest = db.prepare<[string, number], { key: string; size: number }>(
+    'SELECT key, size FROM cache_entries WHERE key <> ? ORDER BY last_access LIMIT ?',
+  );
+  const countAll = db.prepare<[], number>('SELECT COUNT(*) FROM cache_entries').pluck();
+  const sumSizes = db.prepare<[], number>('SELECT COALESCE(SUM(size), 0) FROM cache_entries').pluck();
+  // Paged by rowid rather than one open iterator: better-sqlite3 refuses other statements on the
+  // connection while an iterator is open, and the consumer of entries() may use the store meanwhile.
+  const selectPage = db.prepare<[number, number, number], Row>(
+    `SELECT rowid AS id, key, value, created_at, expires_at FROM cache_entries
+     WHERE rowid > ? AND expires_at > ? ORDER BY rowid LIMIT ?`,
+  );
+  const selectPing = db.prepare<[], number>('SELECT 1').pluck();
+
+  // Kept in memory so a set does not sum the table. Correct as long as this process is the only writer,
+  // which is how the relay uses its data dir.
+  let totalBytes = sumSizes.get() ?? 0;
+
+  /** Deletes expired entries, then the least recently used ones (never `keep`), until within budget. */
+  function evict(keep: string, at: number, bytes: number): number {
+    for (const size of deleteExpired.all(at)) bytes -= size;
+    while (bytes > maxBytes) {
+      const victims = selectOldest.all(keep, EVICTION_BATCH);
+      if (victims.length === 0) break;
+      for (const victim of victims) {
+        if (bytes <= maxBytes) break;
+        deleteOne.get(victim.key);
+        bytes -= victim.size;
+      }
+    }
+    return bytes;
+  }
+
+  // Each transaction returns the new total; it is assigned only after the commit, so a rolled-back
+  // transaction cannot leave the running total wrong.
+  const removeTx = db.transaction((key: string): number => totalBytes - (deleteOne.get(key) ?? 0));
+  const setTx = db.transaction((record: CacheRecord, size: number, at: number): number => {
+    const previous = selectSize.get(record.key) ?? 0;
+    upsert.run(record.key, record.value, record.createdAt, record.expiresAt, at, size);
+    const bytes = totalBytes - previous + size;
+    return bytes > maxBytes ? evict(record.key, at, bytes) : bytes;
+  });
+
+  async function run<T>(fn: () => T): Promise<T> {
+    try {
+      return fn();
+    } catch (err) {
+      throw unavailable(err);
+    }
+  }
+
+  return {
+    kind: 'sqlite',
+
+    get: (key) =>
+      run(() => {
+        const row = selectOne.get(key);
+        if (row === undefined) return undefined;
+        const at = now();
+        if (row.expires_at <= at) {
+          // Conditional, so a fresh entry written meanwhile by another connection survives.
+          const size = deleteIfExpired.get(key, at);
+          if (size !== undefined) totalBytes -= size;
+          return undefined;
+        }
+        // Recency is what the budget evicts by, so a read is a (cheap, prepared) write.
+        touch.run(at, key);
+        return toRecord(row);
+      }),
+
+    set: (record) =>
+      run(() => {
+        const at = now();
+        const size = entrySize(record.key, record.value);
+        // An already expired record, or one that can never fit, is not stored; it still replaces (removes)
+        // the previous entry, which would otherwise be served although the caller superseded it.
+        if (record.expiresAt <= at || size > maxBytes) {
+          totalBytes = removeTx(record.key);
+          return;
+        }
+        totalBytes = setTx(record, size, at);
+      }),
+
+    delete: (key) =>
+      run(() => {
+        const size = deleteOne.get(key);
+        if (size === undefined) return false;
+        totalBytes -= size;
+        return true;
+      }),
+
+    async *entries(): AsyncIterable<CacheRecord> {
+      let after = 0;
+      for (;;) {
+        const rows = await run(() => selectPage.all(after, now(), pageSize));
+        for (const row of rows) yield toRecord(row);
+        const last = rows.at(-1);
+        if (last === undefined || rows.length < pageSize) return;
+        after = last.id;
+      }
+    },
+
+    stats: () => run((): CacheStoreStats => ({ entries: countAll.get() ?? 0, bytes: totalBytes })),
+
+    ping: () =>
+      run(() => {
+        selectPing.get();
+      }),
+
+    close: () =>
+      run(() => {
+        if (db.open) db.close();
+      }),
+  };
+}

@@ -1,0 +1,167 @@
+// The embedded report store: one SQLite file in the data dir. The indexed columns answer the list filters;
+// the whole report is kept as JSON text, so fields this version does not know survive a round trip.
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { StoreUnavailableError } from '../errors.js';
+import { buildListSql, type FilterDialect, pageFromRows, reportColumns } from './report-filters.js';
+import type { ReportStore, StoredReport } from './report-store.js';
+
+export interface SqliteReportStoreOptions {
+  file: string;
+}
+
+/** How long a write waits for another connection's lock (another relay process on the same file). */
+const BUSY_TIMEOUT_MS = 5000;
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS reports (
+    id TEXT PRIMARY KEY,
+    request_ms INTEGER NOT NULL,
+    environment TEXT,
+    prompt_id TEXT,
+    client TEXT,
+    model TEXT,
+    status INTEGER,
+    cache_hit INTEGER,
+    data TEXT NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS reports_request_ms_id ON reports (request_ms DESC, id DESC);
+  CREATE INDEX IF NOT EXISTS reports_environment ON reports (environment);
+  CREATE INDEX IF NOT EXISTS reports_model ON reports (model);
+`;
+
+const dialect: FilterDialect = {
+  placeholder: () => '?',
+  cacheHit: (value) => (value ? 1 : 0),
+  propertyEquals(name, value, bind) {
+    // PROPERTY_NAME admits no `"` or `\`, so quoting the name is enough to keep dots and dashes literal.
+    // Strings compare by their value; numbers and booleans by their JSON text (`42`, `1.5`, `true`), which
+    // is the string form the client sent them as; null, objects and arrays never match.
+    const path = `$.properties."${name}"`;
+    return (
+      `(CASE WHEN json_type(data, ${bind(path)}) = 'text' THEN json_extract(data, ${bind(path)}) ` +
+      `WHEN json_type(data, ${bind(path)}) IN ('integer', 'real', 'true', 'false') ` +
+      `THEN data -> ${bind(path)} END) = ${bind(value)}`
+    );
+  },
+};
+
+interface ListRow {
+  request_ms: number;
+  id: string;
+  data: string;
+}
+
+export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportStore {
+  let db: Database.Database;
+  try {
+    mkdirSync(dirname(opts.file), { recursive: true });
+    db = new Database(opts.file);
+    // WAL with synchronous=FULL: a committed batch is on disk when insertMany resolves, and the caller
+    // acknowledges reports (or drops them from its outbox) only after that.
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    db.exec(SCHEMA);
+  } catch (err) {
+    throw failure(`open ${opts.file}`, err);
+  }
+
+  const insert = db.prepare(
+    `INSERT INTO reports (id, request_ms, environment, prompt_id, client, model, status, cache_hit, data)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+  );
+  const selectOne = db.prepare<[string], { data: string }>('SELECT data FROM reports WHERE id = ?');
+  const countAll = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM reports');
+  const selectOk = db.prepare('SELECT 1');
+  const insertBatch = db.transaction((reports: StoredReport[]) => {
+    for (const report of reports) {
+      const c = reportColumns(report);
+      insert.run(
+        c.id,
+        c.requestMs,
+        c.environment,
+        c.promptId,
+        c.client,
+        c.model,
+        c.status,
+        c.cacheHit === null ? null : c.cacheHit ? 1 : 0,
+        JSON.stringify(report),
+      );
+    }
+  });
+
+  return {
+    kind: 'sqlite',
+
+    async insertMany(reports) {
+      if (reports.length === 0) return;
+      try {
+        insertBatch(reports);
+      } catch (err) {
+        throw failure('insert reports', err);
+      }
+    },
+
+    async get(id) {
+      try {
+        const row = selectOne.get(id);
+        return row ? (JSON.parse(row.data) as StoredReport) : undefined;
+      } catch (err) {
+        throw failure('read a report', err);
+      }
+    },
+
+    async list(query) {
+      // Built outside the try: a bad cursor or filter is the caller's error, not the store's.
+      const sql = buildListSql(query, dialect);
+      try {
+        // Filter combinations vary per call, so this statement is prepared each time (microseconds).
+        const rows = db
+          .prepare<unknown[], ListRow>(
+            `SELECT request_ms, id, data FROM reports ${sql.where}
+             ORDER BY request_ms DESC, id DESC LIMIT ${sql.fetch}`,
+          )
+          .all(...sql.params);
+        return pageFromRows(
+          rows.map((row) => ({
+            requestMs: row.request_ms,
+            id: row.id,
+            report: JSON.parse(row.data) as StoredReport,
+          })),
+          query.limit,
+        );
+      } catch (err) {
+        throw failure('list reports', err);
+      }
+    },
+
+    async count() {
+      try {
+        return countAll.get()?.n ?? 0;
+      } catch (err) {
+        throw failure('count reports', err);
+      }
+    },
+
+    async ping() {
+      try {
+        selectOk.get();
+      } catch (err) {
+        throw failure('answer a ping', err);
+      }
+    },
+
+    async close() {
+      if (db.open) db.close();
+    },
+  };
+}
+
+function failure(action: string, err: unknown): StoreUnavailableError {
+  const reason = err instanceof Error ? err.message : String(err);
+  return new StoreUnavailableError('reports', `SQLite report store could not ${action}: ${reason}`, {
+    cause: err,
+  });
+}

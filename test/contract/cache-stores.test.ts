@@ -1,0 +1,270 @@
+// Runs the cache store contract against every adapter, plus what only one adapter can show: sqlite's
+// file survives a restart, Redis fails fast and recovers when the server is away. Redis is a real server
+// (REDIS_URL, default local); when it is not running these tests fail, they do not skip.
+import { mkdtemp, rm } from 'node:fs/promises';
+import net, { type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createClient } from '@keyv/redis';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { StoreUnavailableError } from '../../src/errors.js';
+import type { CacheRecord, CacheStore } from '../../src/storage/cache-store.js';
+import { createMemoryCacheStore } from '../../src/storage/memory-cache-store.js';
+import { createRedisCacheStore, type RedisCacheStoreOptions } from '../../src/storage/redis-cache-store.js';
+import { createSqliteCacheStore } from '../../src/storage/sqlite-cache-store.js';
+import { cacheStoreSuite } from './cache-store-suite.js';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const REDIS_HINT =
+  'Start one with: redis-server --daemonize yes --port 6379 --save "" --appendonly no (or set REDIS_URL)';
+/** Every namespace of this run starts with it, so afterAll can remove exactly what this run wrote. */
+const RUN_NAMESPACE = `test-${process.pid}-${Date.now()}`;
+let namespaces = 0;
+const nextNamespace = (): string => `${RUN_NAMESPACE}-${++namespaces}`;
+
+let tempDir: string;
+let files = 0;
+beforeAll(async () => {
+  tempDir = await mkdtemp(join(tmpdir(), 'llm-relay-cache-'));
+});
+afterAll(async () => {
+  await rm(tempDir, { recursive: true, force: true });
+  await removeRedisKeys(`${RUN_NAMESPACE}-*`);
+});
+
+async function openRedis(opts: Omit<RedisCacheStoreOptions, 'url'> & { url?: string }): Promise<CacheStore> {
+  try {
+    return await createRedisCacheStore({ url: REDIS_URL, ...opts });
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new Error(`Redis is not reachable at ${REDIS_URL}: ${reason}. ${REDIS_HINT}`, { cause: err });
+  }
+}
+
+function createAdminClient() {
+  return createClient({ url: REDIS_URL, socket: { reconnectStrategy: false, connectTimeout: 2_000 } });
+}
+
+/** A plain client, to look at and clean up what the stores wrote. */
+async function withRedisClient<T>(fn: (client: ReturnType<typeof createAdminClient>) => Promise<T>): Promise<T> {
+  const client = createAdminClient();
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    client.destroy();
+  }
+}
+
+async function removeRedisKeys(pattern: string): Promise<void> {
+  await withRedisClient(async (client) => {
+    for await (const keys of client.scanIterator({ MATCH: pattern, COUNT: 500 })) {
+      if (keys.length > 0) await client.del(keys);
+    }
+  }).catch(() => {
+    // Redis was not reachable: the Redis tests have failed already and there is nothing to clean.
+  });
+}
+
+cacheStoreSuite('sqlite (file)', async ({ maxBytes, now }) =>
+  createSqliteCacheStore({ file: join(tempDir, `cache-${++files}.db`), maxBytes, now }),
+  { enforcesBudget: true },
+);
+cacheStoreSuite('sqlite (:memory:)', async ({ maxBytes, now }) =>
+  createSqliteCacheStore({ file: ':memory:', maxBytes, now }),
+  { enforcesBudget: true },
+);
+cacheStoreSuite('memory', async ({ maxBytes, now }) => createMemoryCacheStore({ maxBytes, now }), {
+  enforcesBudget: true,
+});
+// Redis bounds memory with its own maxmemory policy; maxBytes does not apply to it.
+cacheStoreSuite('redis', async ({ now }) => openRedis({ namespace: nextNamespace(), now }), {
+  enforcesBudget: false,
+});
+
+function sized(key: string, size: number, now: number, ttlMs = 60_000): CacheRecord {
+  const value = JSON.stringify('x'.repeat(size - Buffer.byteLength(key) - 2));
+  return { key, value, createdAt: now, expiresAt: now + ttlMs };
+}
+
+describe('sqlite cache store', () => {
+  it('creates the parent directory of its file', async () => {
+    const file = join(tempDir, 'nested', 'deeper', 'cache.db');
+    const store = createSqliteCacheStore({ file, maxBytes: 1_000 });
+    await store.set(sized('k:ü', 100, Date.now()));
+    expect((await store.stats()).entries).toBe(1);
+    await store.close();
+  });
+
+  it('keeps its entries across close and reopen', async () => {
+    const file = join(tempDir, `reopen-${++files}.db`);
+    const first = createSqliteCacheStore({ file, maxBytes: 10_000 });
+    const stored = sized('openai:chat:ключ', 200, Date.now());
+    await first.set(stored);
+    await first.close();
+    const second = createSqliteCacheStore({ file, maxBytes: 10_000 });
+    expect(await second.get(stored.key)).toEqual(stored);
+    await second.close();
+  });
+
+  it('restores the running byte total on reopen and keeps enforcing the budget', async () => {
+    const file = join(tempDir, `total-${++files}.db`);
+    let time = Date.now();
+    const now = (): number => time;
+    const first = createSqliteCacheStore({ file, maxBytes: 1_000, now });
+    for (const key of ['a', 'b', 'c']) {
+      await first.set(sized(`k:${key}`, 300, time));
+      time += 1;
+    }
+    await first.close();
+    const second = createSqliteCacheStore({ file, maxBytes: 1_000, now });
+    expect(await second.stats()).toEqual({ entries: 3, bytes: 900 });
+    await second.set(sized('k:d', 300, time));
+    expect(await second.stats()).toEqual({ entries: 3, bytes: 900 });
+    expect(await second.get('k:a')).toBeUndefined(); // the least recently used one
+    await second.close();
+  });
+
+  it('evicts expired entries before the least recently used ones', async () => {
+    let time = Date.now();
+    const store = createSqliteCacheStore({ file: ':memory:', maxBytes: 1_000, now: () => time });
+    const oldest = sized('k:oldest', 300, time);
+    await store.set(oldest);
+    time += 1;
+    await store.set(sized('k:short-lived', 300, time, 10));
+    time += 1;
+    await store.set(sized('k:recent', 300, time));
+    time += 10;
+    await store.set(sized('k:new', 300, time));
+    expect(await store.get(oldest.key)).toEqual(oldest);
+    expect(await store.stats()).toEqual({ entries: 3, bytes: 900 });
+    await store.close();
+  });
+});
+
+/** A TCP hop between the store and Redis that can be cut and restored, to play "Redis went away". */
+function createTcpProxy(target: { host: string; port: number }) {
+  const sockets = new Set<net.Socket>();
+  let server: net.Server | undefined;
+  let port = 0;
+  let frozen = false;
+  return {
+    get port(): number {
+      return port;
+    },
+    /** Keeps connections open but forwards nothing more: a Redis that hangs. */
+    freeze(): void {
+      frozen = true;
+    },
+    async start(): Promise<void> {
+      server = net.createServer((inbound) => {
+        const outbound = net.connect(target.port, target.host);
+        const drop = (): void => {
+          inbound.destroy();
+          outbound.destroy();
+          sockets.delete(inbound);
+          sockets.delete(outbound);
+        };
+        for (const socket of [inbound, outbound]) {
+          sockets.add(socket);
+          socket.on('error', drop).on('close', drop);
+        }
+        inbound.on('data', (chunk) => frozen || outbound.write(chunk));
+        outbound.on('data', (chunk) => frozen || inbound.write(chunk));
+      });
+      const listening = server;
+      await new Promise<void>((resolve) => listening.listen(port, '127.0.0.1', resolve));
+      port = (listening.address() as AddressInfo).port;
+    },
+    async stop(): Promise<void> {
+      for (const socket of sockets) socket.destroy();
+      const closing = server;
+      if (closing) await new Promise<void>((resolve) => closing.close(() => resolve()));
+    },
+  };
+}
+
+describe('redis cache store', () => {
+  it('sets the Redis TTL from expiresAt', async () => {
+    const namespace = nextNamespace();
+    const store = await openRedis({ namespace });
+    const createdAt = Date.now();
+    const stored: CacheRecord = { key: 'openai:chat:ttl:ü', value: '{}', createdAt, expiresAt: createdAt + 30_000 };
+    await store.set(stored);
+    const pttl = await withRedisClient((client) => client.pTTL(`${namespace}::${stored.key}`));
+    expect(pttl).toBeGreaterThan(25_000);
+    expect(pttl).toBeLessThanOrEqual(30_000);
+    await store.close();
+  });
+
+  it('fails with StoreUnavailableError within ~3 s when nothing listens, without unhandled rejections', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => {
+      unhandled.push(reason);
+    };
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const started = performance.now();
+      const error = await createRedisCacheStore({ url: 'redis://127.0.0.1:1' }).catch((err: unknown) => err);
+      expect(performance.now() - started).toBeLessThan(3_000);
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect((error as StoreUnavailableError).store).toBe('cache');
+      expect((error as Error).message).toContain('127.0.0.1:1');
+      // Give late events (a settling connect(), socket errors) the chance to surface.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
+  it('rejects promptly while Redis is away and recovers by itself when it is back', async () => {
+    const target = new URL(REDIS_URL);
+    const proxy = createTcpProxy({ host: target.hostname, port: Number(target.port || 6379) });
+    await proxy.start();
+    const store = await openRedis({
+      url: `redis://127.0.0.1:${proxy.port}`,
+      namespace: nextNamespace(),
+      commandTimeoutMs: 1_000,
+      maxReconnectDelayMs: 100,
+    });
+    try {
+      const createdAt = Date.now();
+      const stored: CacheRecord = { key: 'openai:chat:away', value: '{"a":1}', createdAt, expiresAt: createdAt + 60_000 };
+      await store.set(stored);
+      await proxy.stop();
+      for (const call of [() => store.get(stored.key), () => store.set(stored), () => store.ping()]) {
+        const started = performance.now();
+        await expect(call()).rejects.toBeInstanceOf(StoreUnavailableError);
+        expect(performance.now() - started).toBeLessThan(1_500);
+      }
+      await proxy.start();
+      await vi.waitFor(() => store.ping(), { timeout: 5_000, interval: 100 });
+      expect(await store.get(stored.key)).toEqual(stored);
+    } finally {
+      await store.close();
+      await proxy.stop();
+    }
+  });
+
+  it('rejects at commandTimeoutMs when Redis accepts but never answers', async () => {
+    const target = new URL(REDIS_URL);
+    const proxy = createTcpProxy({ host: target.hostname, port: Number(target.port || 6379) });
+    await proxy.start();
+    const store = await openRedis({
+      url: `redis://127.0.0.1:${proxy.port}`,
+      namespace: nextNamespace(),
+      commandTimeoutMs: 300,
+    });
+    try {
+      proxy.freeze();
+      const started = performance.now();
+      await expect(store.get('openai:chat:hung')).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(performance.now() - started).toBeLessThan(1_000);
+    } finally {
+      await store.close();
+      await proxy.stop();
+    }
+  });
+});

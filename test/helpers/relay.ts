@@ -1,0 +1,71 @@
+// Starts the real app on port 0 with a temporary data dir; every test gets its own relay.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { type AppOverrides, type Relay, buildApp } from '../../src/app.js';
+import { type RelayConfig, loadConfig } from '../../src/config.js';
+
+export interface TestRelay extends Relay {
+  url: string;
+  dataDir: string;
+  logs: string[];
+  close(): Promise<void>;
+}
+
+export async function tempDir(prefix = 'llm-relay-test-'): Promise<string> {
+  return mkdtemp(join(tmpdir(), prefix));
+}
+
+export async function startRelay(
+  settings: Partial<RelayConfig> = {},
+  overrides: AppOverrides = {},
+): Promise<TestRelay> {
+  const dataDir = settings.dataDir ?? (await tempDir());
+  const config = loadConfig({
+    env: {},
+    overrides: { port: 0, logLevel: 'info', cacheUrl: 'memory', reportFlushMs: 1, ...settings, dataDir },
+  });
+  const logs: string[] = [];
+  const logStream = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      logs.push(chunk.toString());
+      cb();
+    },
+  });
+  const relay = await buildApp(config, { logStream, ...overrides });
+  await relay.app.listen({ port: 0, host: '127.0.0.1' });
+  const addr = relay.app.server.address();
+  if (addr === null || typeof addr === 'string') throw new Error('relay did not bind a TCP port');
+  return {
+    ...relay,
+    url: `http://127.0.0.1:${addr.port}`,
+    dataDir,
+    logs,
+    async close() {
+      await relay.app.close();
+      if (!settings.dataDir) await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** POST JSON (or raw text) and return status + parsed body. */
+export async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any; headers: Headers }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
+}
+
+export async function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  const res = await fetch(url, { headers });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}

@@ -1,0 +1,145 @@
+import { readFileSync } from 'node:fs';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, DEFAULTS, SETTINGS, flagName, helpText, loadConfig } from '../../src/config.js';
+
+async function configFile(content: unknown): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'relay-config-'));
+  const file = join(dir, 'relay.json');
+  await writeFile(file, typeof content === 'string' ? content : JSON.stringify(content));
+  return file;
+}
+
+function problems(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    const c = loadConfig({ env: {}, argv: [] });
+    expect(c).toEqual({ ...DEFAULTS, dataDir: resolve('./data') });
+    expect(c).toMatchObject({
+      port: 8787,
+      host: '127.0.0.1',
+      upstreamUrl: 'https://api.openai.com',
+      cacheUrl: 'sqlite',
+      reportsUrl: 'sqlite',
+      cache: true,
+      cacheTtl: 604800,
+      cacheMaxBytes: 1073741824,
+      cacheMaxEntryBytes: 8388608,
+      cacheScope: 'credential',
+      offline: false,
+      apiTokens: [],
+      logLevel: 'info',
+      maxBodyBytes: 33554432,
+      shutdownGraceMs: 10000,
+    });
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('applies defaults → file → environment → flags', async () => {
+    const file = await configFile({
+      port: 1111,
+      cacheTtl: 5,
+      host: '0.0.0.0',
+      routes: [{ prefix: '/anthropic', upstream: 'https://api.anthropic.com/' }],
+    });
+    const c = loadConfig({
+      env: { RELAY_CONFIG: file, PORT: '2222', RELAY_CACHE_TTL: '6', RELAY_API_TOKENS: 'a, b,,c', RELAY_CACHE: 'off' },
+      argv: ['--port', '3333', '--offline', '--cache-scope=shared'],
+    });
+    expect(c.port).toBe(3333);
+    expect(c.cacheTtl).toBe(6);
+    expect(c.host).toBe('0.0.0.0');
+    expect(c.apiTokens).toEqual(['a', 'b', 'c']);
+    expect(c.cache).toBe(false);
+    expect(c.offline).toBe(true);
+    expect(c.cacheScope).toBe('shared');
+    expect(c.routes).toEqual([{ prefix: '/anthropic', upstream: 'https://api.anthropic.com' }]);
+  });
+
+  it('--config wins over RELAY_CONFIG', async () => {
+    const a = await configFile({ port: 1 });
+    const b = await configFile({ port: 2 });
+    expect(loadConfig({ env: { RELAY_CONFIG: a }, argv: ['--config', b] }).port).toBe(2);
+  });
+
+  it('reports every problem at once', async () => {
+    const file = await configFile({ colour: 'blue', routes: [{ prefix: 'nope', upstream: 'ftp://x' }, { prefix: '/api', upstream: 'http://x' }] });
+    const list = problems(() =>
+      loadConfig({
+        env: {
+          RELAY_CONFIG: file,
+          PORT: 'eighty',
+          RELAY_CACHE_TTL: '0',
+          RELAY_CACHE_URL: 'mongodb://x',
+          RELAY_REPORTS_URL: 'postgres',
+          RELAY_CACHE_SCOPE: 'everyone',
+          RELAY_OFFLINE: 'maybe',
+          RELAY_UPSTREAM_URL: 'api.openai.com',
+          RELAY_LOG_LEVEL: 'loud',
+        },
+        argv: ['--no-such-flag', '1'],
+      }),
+    );
+    expect(list).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('unknown setting "colour"'),
+        expect.stringContaining('routes[0].prefix'),
+        expect.stringContaining('routes[0].upstream'),
+        expect.stringContaining('routes[1].prefix: /api is served by the relay itself'),
+        'PORT: "eighty" is not a whole number',
+        'cacheTtl (RELAY_CACHE_TTL): must be at least 1',
+        expect.stringContaining('RELAY_CACHE_URL'),
+        expect.stringContaining('RELAY_REPORTS_URL'),
+        expect.stringContaining('RELAY_CACHE_SCOPE'),
+        'RELAY_OFFLINE: "maybe" is not true or false',
+        expect.stringContaining('RELAY_UPSTREAM_URL'),
+        expect.stringContaining('RELAY_LOG_LEVEL'),
+        'unknown option --no-such-flag (see --help)',
+      ]),
+    );
+    expect(list.length).toBeGreaterThanOrEqual(13);
+  });
+
+  it('never echoes a password from a bad store URL', () => {
+    const list = problems(() => loadConfig({ env: { RELAY_REPORTS_URL: 'mysql://u:hunter2@db/x' } }));
+    expect(list.join('\n')).not.toContain('hunter2');
+  });
+
+  it('an unreadable config file is a problem, not a crash', () => {
+    expect(problems(() => loadConfig({ env: { RELAY_CONFIG: '/nonexistent/relay.json' } }))[0]).toContain('/nonexistent/relay.json');
+  });
+});
+
+describe('helpText', () => {
+  it('lists every option with its flag, variable and default', () => {
+    const text = helpText('9.9.9');
+    for (const s of SETTINGS) {
+      expect(text).toContain(flagName(s));
+      expect(text).toContain(s.env);
+    }
+    expect(text).toContain('--config FILE');
+  });
+});
+
+describe('config/example.json', () => {
+  it('explains and sets every setting, and loads', () => {
+    const file = resolve(__dirname, '../../config/example.json');
+    const example = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    for (const s of SETTINGS) {
+      expect(example, s.key).toHaveProperty(s.key);
+      expect(String(example[`$${s.key}`]), s.key).toContain(s.env);
+    }
+    expect(loadConfig({ env: {}, argv: ['--config', file] }).routes).toEqual([{ prefix: '/anthropic', upstream: 'https://api.anthropic.com' }]);
+  });
+});
