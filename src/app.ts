@@ -15,7 +15,12 @@ import { registerDocs } from './http/docs.js';
 import { installErrorHandling } from './http/error-handler.js';
 import { useStrictJsonBodies } from './http/json-body.js';
 import { opsRoutes } from './http/ops-routes.js';
+import { proxyRoutes } from './http/proxy-routes.js';
 import { reportingRoutes } from './http/reporting-routes.js';
+import { createExchange } from './core/exchange.js';
+import type { Exchange } from './core/proxy-types.js';
+import { createRouter } from './core/routing.js';
+import { createUpstreamClient } from './upstream/upstream-client.js';
 import type { CacheStore } from './storage/cache-store.js';
 import { createMemoryCacheStore } from './storage/memory-cache-store.js';
 import { createPostgresReportStore } from './storage/postgres-report-store.js';
@@ -38,6 +43,7 @@ export interface Relay {
   config: Readonly<RelayConfig>;
   cache: CacheService;
   reports: ReportService;
+  exchange: Exchange;
 }
 
 /** Credentials never reach a log line, at any level. */
@@ -109,10 +115,30 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
   });
   await app.register(opsRoutes, { cacheStore, reportStore, timeoutMs: config.storeTimeoutMs });
 
+  const upstream = createUpstreamClient({
+    connectTimeoutMs: config.upstreamConnectTimeoutMs,
+    headersTimeoutMs: config.upstreamHeadersTimeoutMs,
+    bodyTimeoutMs: config.upstreamBodyTimeoutMs,
+  });
+  const exchange = createExchange({
+    cache,
+    reports,
+    upstream,
+    route: createRouter(config.routes, config.upstreamUrl),
+    log: app.log,
+    cacheOnByDefault: config.cache,
+    cacheScope: config.cacheScope,
+    offline: config.offline,
+    maxJsonDepth: config.maxJsonDepth,
+    defaults: { client: 'llm-relay', clientVersion: VERSION, environment: config.environment },
+  });
+  await app.register(proxyRoutes, { exchange });
+
   app.addHook('onClose', async () => {
+    await upstream.close();
     await reports.flush();
     await Promise.allSettled([cacheStore.close(), reportStore.close()]);
   });
 
-  return { app, config, cache, reports };
+  return { app, config, cache, reports, exchange };
 }

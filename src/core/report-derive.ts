@@ -57,6 +57,10 @@ export function deriveReport(
   const usage = extractUsage(responseBody);
   const req = bodyFacts(requestBody);
   const res = bodyFacts(responseBody);
+  const cost = prices.cost(model, usage);
+  // A cache hit costs nothing upstream; what it avoided is the original call's cost.
+  const hit = input.cacheHit === true;
+  const saved = hit ? (typeof input.costSavedUsd === 'number' ? input.costSavedUsd : cost) : undefined;
 
   return {
     ...input,
@@ -67,7 +71,8 @@ export function deriveReport(
     model,
     provider: detectProvider(input.metadata, requestBody, responseBody),
     usage,
-    costUsd: prices.cost(model, usage),
+    costUsd: hit ? 0 : cost,
+    ...(hit ? { costSavedUsd: saved ?? null } : {}),
     requestBytes: req.bytes,
     responseBytes: res.bytes,
     requestSha256: req.sha256,

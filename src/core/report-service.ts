@@ -18,6 +18,10 @@ export interface ReportServiceOptions {
 export interface ReportService {
   /** Resolves with the stored report once it is durable. */
   record(input: ReportInput): Promise<StoredReport>;
+  /** Derives the stored report now (the proxy needs its cost before the entry is cached), id optional. */
+  prepare(input: ReportInput, id?: string): StoredReport;
+  /** Writes a prepared report; resolves once it is durable. */
+  commit(report: StoredReport): Promise<void>;
   get(id: string): Promise<StoredReport | undefined>;
   list(query: ReportQuery): Promise<ReportPage>;
   flush(): Promise<void>;
@@ -29,13 +33,20 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
   const now = opts.now ?? Date.now;
   const writer = createReportWriter({ store: opts.store, flushMs: opts.flushMs, batchMax: opts.batchMax });
 
+  const prepare = (input: ReportInput, id?: string): StoredReport => {
+    const t = now();
+    return deriveReport(input, { id: id ?? uuidv7(t), receivedAt: new Date(t).toISOString() }, opts.prices);
+  };
+  const commit = (report: StoredReport): Promise<void> => unavailableAs503(writer.write(report));
+
   return {
     writer,
     prices: opts.prices,
+    prepare,
+    commit,
     async record(input) {
-      const t = now();
-      const report = deriveReport(input, { id: uuidv7(t), receivedAt: new Date(t).toISOString() }, opts.prices);
-      await unavailableAs503(writer.write(report));
+      const report = prepare(input);
+      await commit(report);
       return report;
     },
     get: (id) => unavailableAs503(opts.store.get(id)),

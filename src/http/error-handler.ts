@@ -57,6 +57,9 @@ export function installErrorHandling(app: FastifyInstance): void {
     const body = toErrorBody(err);
     if (body.statusCode >= 500) request.log.error({ err }, 'request failed');
     else request.log.info({ code: body.code, message: body.message }, 'request rejected');
+    // Proxy errors carry the x-relay-* headers of their exchange (report id, cache status).
+    const headers = (err as FastifyError & { headers?: Record<string, string> }).headers;
+    if (headers && body.statusCode !== 500) void reply.headers(headers);
     void reply.code(body.statusCode).type('application/json; charset=utf-8').send(body);
   });
   app.setNotFoundHandler((request, reply) => {

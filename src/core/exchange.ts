@@ -1,0 +1,204 @@
+// One proxied call, one way through (STYLE.md): key → namespace → lookup (single flight) → hit: replay;
+// miss: forward upstream, stream back while a bounded copy is kept → on a clean end: store; every
+// outcome: one report. Plain data in, plain data out: no fastify here.
+import { performance } from 'node:perf_hooks';
+import { RELAY_ERR_CACHE_ONLY_MISS, RELAY_ERR_VALIDATION } from '../errors.js';
+import type { UpstreamClient } from '../upstream/upstream-client.js';
+import { proxyKeyObject, storedKey } from './cache-key.js';
+import { cachePolicy } from './cache-policy.js';
+import type { CacheHit, CacheService } from './cache-service.js';
+import type { CachedResponse } from './cached-response.js';
+import { uuidv7 } from './ids.js';
+import { jsonDepth } from './json-guard.js';
+import { NAMESPACE_PATTERN, proxyNamespace } from './namespace.js';
+import { credentialOf, reportFields } from './proxy-headers.js';
+import { type CacheStatus, type ExchangeFacts, proxyReport } from './proxy-report.js';
+import type { ReportService } from './report-service.js';
+import type { Target } from './routing.js';
+import { createSingleFlight } from './single-flight.js';
+import { forward } from './forward.js';
+import { type Base, type Exchange, type ProxyRequest, type ProxyResponse, withHeaders } from './proxy-types.js';
+
+export interface ExchangeLog {
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface ExchangeOptions {
+  cache: CacheService;
+  reports: ReportService;
+  upstream: UpstreamClient;
+  route: (url: string) => Target;
+  log: ExchangeLog;
+  cacheOnByDefault: boolean;
+  cacheScope: 'credential' | 'shared';
+  offline: boolean;
+  maxJsonDepth: number;
+  defaults: { client: string; clientVersion: string; environment: string };
+}
+
+
+function one(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function isJson(contentType: string | undefined): boolean {
+  if (!contentType) return false;
+  const mime = contentType.split(';')[0]!.trim().toLowerCase();
+  return mime === 'application/json' || mime.endsWith('+json');
+}
+
+export function createExchange(opts: ExchangeOptions): Exchange {
+  const inflight = createSingleFlight<CachedResponse>();
+
+  function parseBody(req: ProxyRequest): { ok: boolean; value?: unknown } {
+    if (req.method !== 'POST' || !req.body || req.body.length === 0 || !isJson(one(req.headers['content-type'])))
+      return { ok: false };
+    const text = req.body.toString('utf8');
+    // Bodies nested past the limit are forwarded untouched but never hashed (canonicalize recurses).
+    if (jsonDepth(text, opts.maxJsonDepth) > opts.maxJsonDepth) return { ok: false };
+    try {
+      return { ok: true, value: JSON.parse(text) };
+    } catch {
+      return { ok: false };
+    }
+  }
+
+  function record(facts: ExchangeFacts, id: string): void {
+    const report = opts.reports.prepare(proxyReport(facts), id);
+    opts.reports.commit(report).catch((err: unknown) => opts.log.error({ err, reportId: id }, 'report not written'));
+  }
+
+  function answer(hit: CacheHit | { response: CachedResponse; createdAt?: number }, status: CacheStatus, base: Base): ProxyResponse {
+    const cached = hit.response;
+    const endedAt = Date.now();
+    const headers: Record<string, string> = { ...cached.headers, ...base.relayHeaders(status) };
+    if (status === 'HIT' && hit.createdAt !== undefined)
+      headers.age = String(Math.max(0, Math.floor((endedAt - hit.createdAt) / 1000)));
+    headers['server-timing'] = `relay;dur=${(performance.now() - base.t0).toFixed(3)}`;
+    record(
+      {
+        ...base.facts,
+        endedAt,
+        status: cached.status,
+        responseBody: cached.body,
+        streamed: cached.sse !== undefined,
+        cacheStatus: status,
+        outcome: 'complete',
+        ...(cached.reportId ? { originReportId: cached.reportId } : {}),
+        costSavedUsd: cached.costUsd ?? null,
+      },
+      base.id,
+    );
+    return { status: cached.status, headers, body: cached.sse ?? JSON.stringify(cached.body) };
+  }
+
+  async function lookup(namespace: string, hash: string): Promise<CacheHit | undefined> {
+    try {
+      return await opts.cache.lookup(namespace, hash);
+    } catch (err) {
+      // A cache store that fails or stalls must not fail the call: it is a miss.
+      opts.log.warn({ err }, 'cache lookup failed: treated as a miss');
+      return undefined;
+    }
+  }
+
+  return {
+    inflight,
+    async handle(req) {
+      const t0 = performance.now();
+      const startedAt = Date.now();
+      const id = uuidv7(startedAt);
+      const target = opts.route(req.url);
+      const fields = reportFields(req.headers, opts.defaults);
+      const explicitNs = one(req.headers['x-relay-cache-namespace']);
+      if (explicitNs !== undefined && !NAMESPACE_PATTERN.test(explicitNs))
+        throw new RELAY_ERR_VALIDATION('headers/x-relay-cache-namespace must match ^[A-Za-z0-9._-]{1,128}$');
+
+      const parsed = parseBody(req);
+      const policy = cachePolicy({
+        cacheControl: one(req.headers['cache-control']),
+        ttlHeader: one(req.headers['x-relay-cache-ttl']),
+        cacheSwitch: one(req.headers['x-relay-cache']),
+        cacheOnByDefault: opts.cacheOnByDefault,
+        offline: opts.offline,
+      });
+      const usesCache = parsed.ok && (policy.read || policy.write);
+      const namespace = proxyNamespace(explicitNs, opts.cacheScope, credentialOf(req.headers));
+      const hash = usesCache ? opts.cache.hash(proxyKeyObject(req.method, req.url, parsed.value, req.headers)) : null;
+      const key = hash ? storedKey(namespace, hash) : null;
+
+      const base: Base = {
+        id,
+        t0,
+        facts: {
+          method: req.method,
+          url: req.url,
+          upstream: target.origin,
+          startedAt,
+          metadata: fields.metadata,
+          properties: fields.properties,
+          requestBody: parsed.ok ? parsed.value : undefined,
+          cacheEnabled: usesCache,
+          cacheKey: hash,
+        },
+        relayHeaders: (status) => ({
+          'x-relay-cache': status,
+          'x-relay-report-id': id,
+          ...(hash ? { 'x-relay-cache-key': hash } : {}),
+        }),
+      };
+
+      if (hash && key && policy.read) {
+        const hit = await lookup(namespace, hash);
+        if (hit && (policy.maxAgeSec === undefined || Date.now() - hit.createdAt <= policy.maxAgeSec * 1000))
+          return answer(hit, 'HIT', base);
+        const running = inflight.join(key);
+        if (running) {
+          const shared = await running;
+          if (shared) return answer({ response: shared }, 'COALESCED', base);
+        }
+      }
+      if (policy.onlyIfCached) {
+        const reason = opts.offline ? 'offline mode' : 'only-if-cached';
+        const err = new RELAY_ERR_CACHE_ONLY_MISS(reason);
+        record(
+          {
+            ...base.facts,
+            endedAt: Date.now(),
+            status: 504,
+            responseBody: undefined,
+            streamed: false,
+            cacheStatus: usesCache ? 'MISS' : 'BYPASS',
+            outcome: 'cache-only-miss',
+            error: err.message,
+          },
+          id,
+        );
+        throw withHeaders(err, base.relayHeaders(usesCache ? 'MISS' : 'BYPASS'));
+      }
+
+      const status: CacheStatus = !usesCache || !policy.write ? 'BYPASS' : policy.read ? 'MISS' : 'REFRESH';
+      const settle = key && policy.write ? inflight.lead(key) : undefined;
+      return forward({
+        req,
+        target,
+        base,
+        status,
+        upstream: opts.upstream,
+        cacheMaxEntryBytes: opts.cache.maxEntryBytes,
+        onStored: (cached) => {
+          settle?.(cached);
+          if (cached && hash && policy.write)
+            opts.cache
+              .save(namespace, hash, cached, policy.ttlSec)
+              .catch((err: unknown) => opts.log.warn({ err }, 'cache write failed'));
+        },
+        prepareReport: (facts) => opts.reports.prepare(proxyReport(facts), id),
+        commitReport: (report) =>
+          opts.reports.commit(report).catch((err: unknown) => opts.log.error({ err, reportId: id }, 'report not written')),
+        onFailed: () => settle?.(undefined),
+      });
+    },
+  };
+}

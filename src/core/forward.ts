@@ -1,0 +1,147 @@
+// The miss path: call the upstream, hand its body to the client as it arrives, keep a bounded copy on the
+// side, and when the body ends decide what to store and report. Nothing is stored from an aborted,
+// errored or truncated answer.
+import type { IncomingHttpHeaders } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { StoredReport } from '../storage/report-store.js';
+import type { UpstreamClient } from '../upstream/upstream-client.js';
+import { captureBody } from './captured-body.js';
+import type { CachedResponse } from './cached-response.js';
+import { type Base, type ProxyRequest, type ProxyResponse, withHeaders } from './proxy-types.js';
+import { clientResponseHeaders, upstreamRequestHeaders } from './proxy-headers.js';
+import type { CacheStatus, ExchangeFacts, Outcome } from './proxy-report.js';
+import type { Target } from './routing.js';
+import { assembleStream, parseSse, sseOutcome } from './sse.js';
+
+export interface ForwardArgs {
+  req: ProxyRequest;
+  target: Target;
+  base: Base;
+  status: CacheStatus;
+  upstream: UpstreamClient;
+  cacheMaxEntryBytes: number;
+  /** called once when the body ends: the answer to cache, or undefined when it must not be cached */
+  onStored(cached: CachedResponse | undefined): void;
+  /** called when no answer came at all */
+  onFailed(): void;
+  prepareReport(facts: ExchangeFacts): StoredReport;
+  commitReport(report: StoredReport): void;
+}
+
+/** Provider headers worth replaying with a cached answer; everything else describes the original call. */
+function replayHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (typeof value !== 'string') continue;
+    if (name === 'content-type' || name.startsWith('openai-') || name.startsWith('anthropic-') || name === 'x-request-id' || name === 'request-id')
+      out[name] = value;
+  }
+  out['content-type'] ??= 'application/json';
+  return out;
+}
+
+function one(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+const NO_BODY_METHODS = new Set(['GET', 'HEAD']);
+
+export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
+  const { req, base } = a;
+  const upstreamStart = performance.now();
+  let res;
+  try {
+    res = await a.upstream.request({
+      origin: a.target.origin,
+      path: a.target.path,
+      method: req.method,
+      headers: upstreamRequestHeaders(req.headers),
+      ...(req.body && req.body.length > 0 && !NO_BODY_METHODS.has(req.method) ? { body: req.body } : {}),
+      signal: req.signal,
+    });
+  } catch (err) {
+    a.onFailed();
+    const aborted = req.signal.aborted;
+    const e = err as Error & { statusCode?: number; code?: string };
+    const status = aborted ? 499 : (e.statusCode ?? 502);
+    a.commitReport(
+      a.prepareReport({
+        ...base.facts,
+        endedAt: Date.now(),
+        status,
+        responseBody: aborted ? undefined : { error: { code: e.code, message: e.message } },
+        streamed: false,
+        cacheStatus: a.status,
+        outcome: aborted ? 'client-abort' : 'upstream-error',
+        error: e.message,
+      }),
+    );
+    throw aborted ? err : withHeaders(e, base.relayHeaders(a.status));
+  }
+
+  const headersAt = performance.now();
+  const isSse = String(res.headers['content-type'] ?? '').startsWith('text/event-stream');
+  const ok = res.status >= 200 && res.status < 300;
+  const captured = captureBody(a.cacheMaxEntryBytes);
+  let finished = false;
+
+  const finish = (outcome: Outcome): void => {
+    if (finished) return;
+    finished = true;
+    const text = captured.text(one(res.headers['content-encoding']));
+    let body: unknown;
+    let clean = outcome === 'complete';
+    if (text !== undefined && isSse) {
+      const events = parseSse(text);
+      body = assembleStream(events);
+      if (sseOutcome(events).error) clean = false;
+    } else if (text !== undefined) {
+      body = parseJson(text);
+    }
+    const report = a.prepareReport({
+      ...base.facts,
+      endedAt: Date.now(),
+      status: res.status,
+      responseBody: body,
+      streamed: isSse,
+      cacheStatus: a.status,
+      outcome,
+      upstreamMs: Math.round((headersAt - base.t0) * 1000) / 1000,
+    });
+    const storable = clean && ok && text !== undefined && (isSse || body !== undefined) && a.status !== 'BYPASS';
+    a.onStored(
+      storable
+        ? {
+            v: 1,
+            status: res.status,
+            headers: replayHeaders(res.headers),
+            body: body ?? null,
+            ...(isSse ? { sse: text } : {}),
+            reportId: report.id,
+            costUsd: report.costUsd,
+          }
+        : undefined,
+    );
+    a.commitReport(report);
+  };
+
+  // Paused first, so the copy starts with the first byte only once the client's pipe is attached.
+  res.body.pause();
+  res.body.on('data', (chunk: Buffer) => captured.add(chunk));
+  res.body.once('end', () => finish('complete'));
+  const broken = () => finish(req.signal.aborted ? 'client-abort' : 'stream-error');
+  res.body.once('error', broken);
+  res.body.once('close', broken);
+
+  const headers: Record<string, string | string[]> = { ...clientResponseHeaders(res.headers), ...base.relayHeaders(a.status) };
+  headers['server-timing'] = `relay;dur=${(upstreamStart - base.t0 + (performance.now() - headersAt)).toFixed(3)}`;
+  return { status: res.status, headers, body: res.body };
+}

@@ -1,0 +1,59 @@
+// The report of one proxied exchange, whatever its outcome, built from plain facts.
+import type { ReportInput } from './report-derive.js';
+
+export type CacheStatus = 'HIT' | 'MISS' | 'BYPASS' | 'REFRESH' | 'COALESCED';
+export type Outcome = 'complete' | 'upstream-error' | 'stream-error' | 'client-abort' | 'cache-only-miss';
+
+export interface ExchangeFacts {
+  method: string;
+  url: string;
+  upstream: string | null;
+  startedAt: number;
+  endedAt: number;
+  metadata: Record<string, string>;
+  properties: Record<string, string>;
+  requestBody: unknown;
+  status: number;
+  responseBody: unknown;
+  streamed: boolean;
+  cacheStatus: CacheStatus;
+  cacheEnabled: boolean;
+  cacheKey: string | null;
+  outcome: Outcome;
+  /** ms from arrival to the first response byte from upstream (misses) */
+  upstreamMs?: number;
+  /** for hits: the report of the call that filled the entry, and what it cost */
+  originReportId?: string;
+  costSavedUsd?: number | null;
+  error?: string;
+}
+
+export function proxyReport(f: ExchangeFacts): ReportInput {
+  const hit = f.cacheStatus === 'HIT' || f.cacheStatus === 'COALESCED';
+  const input: ReportInput = {
+    metadata: f.metadata,
+    request: { timestamp: new Date(f.startedAt).toISOString(), ...(f.requestBody !== undefined ? { body: f.requestBody } : {}) },
+    response: {
+      timestamp: new Date(f.endedAt).toISOString(),
+      status: f.status,
+      streamed: f.streamed,
+      ...(f.responseBody !== undefined && f.responseBody !== null ? { body: f.responseBody } : {}),
+    },
+    properties: f.properties,
+    cacheEnabled: f.cacheEnabled,
+    cacheHit: hit,
+    proxy: {
+      method: f.method,
+      path: f.url,
+      upstream: f.upstream,
+      cacheStatus: f.cacheStatus,
+      cacheKey: f.cacheKey,
+      outcome: f.outcome,
+      ...(f.upstreamMs !== undefined ? { upstreamMs: f.upstreamMs } : {}),
+      ...(f.error ? { error: f.error } : {}),
+    },
+  };
+  if (f.originReportId) input.originReportId = f.originReportId;
+  if (hit && f.costSavedUsd !== undefined) input.costSavedUsd = f.costSavedUsd;
+  return input;
+}

@@ -1,0 +1,41 @@
+// The plain data that crosses between the http layer and core/exchange on the proxy path.
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
+import type { CachedResponse } from './cached-response.js';
+import type { CacheStatus, ExchangeFacts } from './proxy-report.js';
+import type { SingleFlight } from './single-flight.js';
+
+export interface ProxyRequest {
+  method: string;
+  /** path and query as received */
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: Buffer | undefined;
+  /** aborted when the client goes away */
+  signal: AbortSignal;
+}
+
+export interface ProxyResponse {
+  status: number;
+  headers: Record<string, string | string[]>;
+  body: Readable | string;
+}
+
+/** What every report and answer of one exchange shares. */
+export interface Base {
+  id: string;
+  t0: number;
+  facts: Omit<ExchangeFacts, 'endedAt' | 'status' | 'responseBody' | 'streamed' | 'cacheStatus' | 'outcome'>;
+  relayHeaders(status: CacheStatus): Record<string, string>;
+}
+
+/** A relay error raised on the proxy path, with the headers its answer must still carry. */
+export function withHeaders<E extends Error>(err: E, headers: Record<string, string>): E {
+  (err as E & { headers?: Record<string, string> }).headers = headers;
+  return err;
+}
+
+export interface Exchange {
+  handle(req: ProxyRequest): Promise<ProxyResponse>;
+  readonly inflight: SingleFlight<CachedResponse>;
+}

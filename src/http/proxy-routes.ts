@@ -1,0 +1,45 @@
+// The transparent proxy: every request the relay does not serve itself goes through core/exchange.
+// Bodies are taken as raw bytes (any content type) and forwarded unchanged; the answer streams back.
+import type { FastifyPluginAsync } from 'fastify';
+import { RELAY_ERR_NOT_FOUND } from '../errors.js';
+import type { Exchange } from '../core/proxy-types.js';
+
+export interface ProxyRoutesOptions {
+  exchange: Exchange;
+}
+
+/** Paths the relay answers itself; an unknown one under them is a 404, never forwarded. */
+const OWN_PREFIXES = ['/api/', '/healthz', '/readyz', '/metrics', '/docs', '/dashboard'];
+
+const METHODS = ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT', 'OPTIONS'];
+
+export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, { exchange }) => {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+
+  app.route({
+    method: METHODS,
+    url: '/*',
+    exposeHeadRoute: false,
+    schema: { hide: true },
+    handler: async (request, reply) => {
+      const url = request.url;
+      if (url === '/api' || OWN_PREFIXES.some((p) => url.startsWith(p)))
+        throw new RELAY_ERR_NOT_FOUND(`Route ${request.method} ${url.split('?')[0]} not found`);
+
+      // The client going away (before or during the answer) aborts the upstream call.
+      const abort = new AbortController();
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableFinished) abort.abort();
+      });
+      const res = await exchange.handle({
+        method: request.method,
+        url,
+        headers: request.headers,
+        body: Buffer.isBuffer(request.body) ? request.body : undefined,
+        signal: abort.signal,
+      });
+      return reply.code(res.status).headers(res.headers).send(res.body);
+    },
+  });
+};

@@ -1,0 +1,87 @@
+// The one way out to the providers: an undici Agent (keep-alive pools per origin) with the timeouts from
+// config, and raw network errors mapped once, by code, into the relay's errors (the original kept as cause).
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
+import { Agent, type Dispatcher } from 'undici';
+import {
+  RELAY_ERR_UPSTREAM_DNS,
+  RELAY_ERR_UPSTREAM_TIMEOUT,
+  RELAY_ERR_UPSTREAM_UNREACHABLE,
+} from '../errors.js';
+
+export interface UpstreamOptions {
+  connectTimeoutMs: number;
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+}
+
+export interface UpstreamRequest {
+  origin: string;
+  path: string;
+  method: string;
+  headers: Record<string, string | string[]>;
+  body?: Buffer;
+  signal?: AbortSignal;
+}
+
+export interface UpstreamResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Readable;
+}
+
+export interface UpstreamClient {
+  request(req: UpstreamRequest): Promise<UpstreamResponse>;
+  close(): Promise<void>;
+}
+
+export function createUpstreamClient(opts: UpstreamOptions): UpstreamClient {
+  const agent = new Agent({
+    connect: { timeout: opts.connectTimeoutMs },
+    headersTimeout: opts.headersTimeoutMs,
+    bodyTimeout: opts.bodyTimeoutMs,
+    keepAliveTimeout: 30_000,
+  });
+
+  return {
+    async request(req) {
+      try {
+        const res = await agent.request({
+          origin: req.origin,
+          path: req.path,
+          method: req.method as Dispatcher.HttpMethod,
+          headers: req.headers,
+          body: req.body ?? null,
+          signal: req.signal,
+        });
+        return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body };
+      } catch (err) {
+        throw upstreamError(err, req.origin);
+      }
+    },
+    close: () => agent.close(),
+  };
+}
+
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+const DNS = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME']);
+const TIMEOUT = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
+
+function codeOf(err: unknown): string | undefined {
+  const e = err as { code?: unknown; errors?: unknown[]; cause?: unknown };
+  if (typeof e?.code === 'string') return e.code;
+  // Happy eyeballs reports every address it tried in an AggregateError.
+  if (Array.isArray(e?.errors) && e.errors.length > 0) return codeOf(e.errors[0]);
+  if (e?.cause) return codeOf(e.cause);
+  return undefined;
+}
+
+/** Maps a raw undici/network error to a relay error; aborts (the client left) are returned unchanged. */
+export function upstreamError(err: unknown, origin: string): unknown {
+  const code = codeOf(err);
+  if (code === 'UND_ERR_ABORTED' || (err as Error)?.name === 'AbortError') return err;
+  if (code && TIMEOUT.has(code)) return new RELAY_ERR_UPSTREAM_TIMEOUT(origin, code, { cause: err });
+  if (code && DNS.has(code)) return new RELAY_ERR_UPSTREAM_DNS(new URL(origin).hostname, code, { cause: err });
+  if (code && UNREACHABLE.has(code)) return new RELAY_ERR_UPSTREAM_UNREACHABLE(origin, code, { cause: err });
+  return new RELAY_ERR_UPSTREAM_UNREACHABLE(origin, code ?? (err as Error)?.message ?? 'unknown error', { cause: err });
+}
