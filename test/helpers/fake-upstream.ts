@@ -22,6 +22,10 @@ export interface FakeUpstream {
   eventGapMs: number;
   /** for SSE: drop the connection after this many events (undefined: never) */
   dropAfterEvents: number | undefined;
+  /** for SSE: send an error event after this many events, then end the stream cleanly */
+  errorEventAfter: number | undefined;
+  /** answers whose connection closed before the answer was complete (the relay aborted them) */
+  closedEarly: number;
   reset(): void;
   close(): Promise<void>;
 }
@@ -50,6 +54,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     delayMs: 0,
     eventGapMs: 0,
     dropAfterEvents: undefined as number | undefined,
+    errorEventAfter: undefined as number | undefined,
+    closedEarly: 0,
   };
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -88,8 +94,13 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     let sent = 0;
     for (const e of events) {
+      if (res.destroyed) return;
       if (state.dropAfterEvents !== undefined && sent >= state.dropAfterEvents) {
         res.socket?.destroy();
+        return;
+      }
+      if (state.errorEventAfter !== undefined && sent >= state.errorEventAfter) {
+        res.end('event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n');
         return;
       }
       res.write(e);
@@ -129,6 +140,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
   }
 
   const server: Server = createServer((req, res) => {
+    res.once('close', () => {
+      if (!res.writableFinished) state.closedEarly++;
+    });
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -149,6 +163,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       state.delayMs = 0;
       state.eventGapMs = 0;
       state.dropAfterEvents = undefined;
+      state.errorEventAfter = undefined;
+      state.closedEarly = 0;
     },
     close() {
       server.closeAllConnections();
