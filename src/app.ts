@@ -11,9 +11,12 @@ import { loadPriceTable } from './core/pricing.js';
 import { type ReportService, createReportService } from './core/report-service.js';
 import { requireTokens } from './http/auth.js';
 import { cacheRoutes } from './http/cache-routes.js';
+import { cacheTransferRoutes } from './http/cache-transfer-routes.js';
+import { clientErrorHandler } from './http/client-errors.js';
 import { registerDocs } from './http/docs.js';
 import { installErrorHandling } from './http/error-handler.js';
 import { useStrictJsonBodies } from './http/json-body.js';
+import { createMetrics } from './http/metrics.js';
 import { opsRoutes } from './http/ops-routes.js';
 import { proxyRoutes } from './http/proxy-routes.js';
 import { reportingRoutes } from './http/reporting-routes.js';
@@ -28,6 +31,7 @@ import { createRedisCacheStore } from './storage/redis-cache-store.js';
 import type { ReportStore } from './storage/report-store.js';
 import { createSqliteCacheStore } from './storage/sqlite-cache-store.js';
 import { createSqliteReportStore } from './storage/sqlite-report-store.js';
+import { openOutboxFile } from './storage/outbox-file.js';
 import { VERSION } from './version.js';
 
 export interface AppOverrides {
@@ -88,17 +92,43 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
     timeoutMs: config.storeTimeoutMs,
     ...(overrides.now ? { now: overrides.now } : {}),
   });
+  const outbox = await openOutboxFile(join(config.dataDir, 'outbox.ndjson'));
+  let lastStoreError = 0;
   const reports = createReportService({
+    outbox,
+    outboxRetryMs: config.outboxRetryMs,
+    onStoreError: (err) => {
+      // Once a second at most: a store outage under load would otherwise flood the log.
+      if (Date.now() - lastStoreError < 1000) return;
+      lastStoreError = Date.now();
+      logger.warn({ err, outboxDepth: outbox.depth }, 'report store failed: reports go to the outbox');
+    },
     store: reportStore,
     prices: loadPriceTable(config.pricesFile),
     flushMs: config.reportFlushMs,
     batchMax: config.reportBatchMax,
+    maxBodyBytes: config.reportMaxBodyBytes,
     ...(overrides.now ? { now: overrides.now } : {}),
+  });
+
+  const metrics = createMetrics({
+    cacheStore,
+    reports: reports.writer,
+    outbox: {
+      get depth() {
+        return reports.writer.outboxDepth;
+      },
+      get dropped() {
+        return reports.writer.dropped;
+      },
+    },
   });
 
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: config.maxBodyBytes,
+    http: { maxHeaderSize: config.maxHeaderBytes },
+    clientErrorHandler: clientErrorHandler(config.maxHeaderBytes),
     return503OnClosing: true,
   });
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
@@ -106,14 +136,22 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   installErrorHandling(app);
   requireTokens(app, config.apiTokens);
+  // Before every route plugin: fastify copies hooks into child scopes when they are registered.
+  metrics.install(app);
   await registerDocs(app, VERSION);
 
   await app.register(async (api) => {
     useStrictJsonBodies(api, config.maxJsonDepth);
     await api.register(reportingRoutes, { reports });
     await api.register(cacheRoutes, { cache });
+    await api.register(cacheTransferRoutes, { store: cacheStore });
   });
-  await app.register(opsRoutes, { cacheStore, reportStore, timeoutMs: config.storeTimeoutMs });
+  await app.register(opsRoutes, {
+    cacheStore,
+    reportStore,
+    timeoutMs: config.storeTimeoutMs,
+    outboxDepth: () => reports.writer.outboxDepth,
+  });
 
   const upstream = createUpstreamClient({
     connectTimeoutMs: config.upstreamConnectTimeoutMs,
@@ -131,13 +169,14 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
     offline: config.offline,
     maxJsonDepth: config.maxJsonDepth,
     defaults: { client: 'llm-relay', clientVersion: VERSION, environment: config.environment },
+    telemetry: metrics.telemetry,
   });
   await app.register(proxyRoutes, { exchange });
 
   app.addHook('onClose', async () => {
     await upstream.close();
-    await reports.flush();
-    await Promise.allSettled([cacheStore.close(), reportStore.close()]);
+    await reports.close();
+    await Promise.allSettled([cacheStore.close(), reportStore.close(), outbox.close()]);
   });
 
   return { app, config, cache, reports, exchange };

@@ -1,8 +1,17 @@
 #!/usr/bin/env node
-// The llm-relay command: `llm-relay [options]` starts the relay; --help lists every option.
-import { ConfigError, helpText, loadConfig } from './config.js';
+// The llm-relay command: `llm-relay [options]` starts the relay; `llm-relay cache export|import` moves
+// cache entries as NDJSON (core/cache-transfer.ts) on the configured cache store, without a server;
+// --help lists every option. Exit status: 0 done, 2 bad configuration or arguments, 1 any other failure.
+import { open } from 'node:fs/promises';
+import { openCacheStore } from './app.js';
+import { ConfigError, type RelayConfig, helpText, loadConfig } from './config.js';
+import { exportEntries, importEntries, ndjsonLines } from './core/cache-transfer.js';
 import { startServer } from './server.js';
+import type { CacheStore } from './storage/cache-store.js';
 import { VERSION } from './version.js';
+
+/** A mistake in how the command was called: exit 2, like a bad configuration. */
+class UsageError extends Error {}
 
 async function main(argv: string[]): Promise<number | undefined> {
   if (argv.includes('--help') || argv.includes('-h')) {
@@ -13,9 +22,82 @@ async function main(argv: string[]): Promise<number | undefined> {
     process.stdout.write(`${VERSION}\n`);
     return 0;
   }
+  if (argv[0] === 'cache') return cacheCommand(argv.slice(1));
   const config = loadConfig({ argv });
   await startServer(config);
   return undefined; // keep running
+}
+
+async function cacheCommand(args: string[]): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub === 'export') {
+    const config = loadConfig({ argv: rest });
+    return withStore(config, exportToStdout);
+  }
+  if (sub === 'import') {
+    const [file, ...options] = rest;
+    if (file === undefined || (file.startsWith('--') && file !== '-')) {
+      throw new UsageError('cache import needs the NDJSON file to read (or - for stdin) right after "import"');
+    }
+    const config = loadConfig({ argv: options });
+    // Opened before the store, so a missing file changes nothing.
+    const input = file === '-' ? process.stdin : (await open(file, 'r')).createReadStream();
+    return withStore(config, async (store) => {
+      const { imported, skipped } = await importEntries(store, ndjsonLines(input));
+      process.stderr.write(`imported ${imported} entries, skipped ${skipped}\n`);
+      return 0;
+    });
+  }
+  throw new UsageError(
+    sub === undefined ? 'cache needs a subcommand: export or import (see --help)' : `unknown cache subcommand "${sub}": use export or import`,
+  );
+}
+
+async function withStore(config: Readonly<RelayConfig>, work: (store: CacheStore) => Promise<number>): Promise<number> {
+  const store = await openCacheStore(config);
+  try {
+    return await work(store);
+  } finally {
+    await store.close();
+  }
+}
+
+async function exportToStdout(store: CacheStore): Promise<number> {
+  const out = process.stdout;
+  let failed: Error | undefined;
+  const onError = (err: Error) => (failed = err); // e.g. EPIPE when the reader went away
+  out.on('error', onError);
+  let count = 0;
+  try {
+    for await (const line of exportEntries(store)) {
+      if (failed) throw failed;
+      count++;
+      if (!out.write(`${line}\n`)) await drained(out);
+    }
+    // Everything handed to stdout is written before the process exits.
+    await new Promise<void>((resolve, reject) => out.write('', (err) => (err ? reject(err) : resolve())));
+    if (failed) throw failed;
+  } finally {
+    out.off('error', onError);
+  }
+  process.stderr.write(`exported ${count} entries\n`);
+  return 0;
+}
+
+/** Resolves when the stream wants more, rejects when it fails; leaves no listener behind. */
+function drained(out: NodeJS.WritableStream): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onDrain = () => {
+      out.off('error', onFail);
+      resolve();
+    };
+    const onFail = (err: Error) => {
+      out.off('drain', onDrain);
+      reject(err);
+    };
+    out.once('drain', onDrain);
+    out.once('error', onFail);
+  });
 }
 
 main(process.argv.slice(2)).then(
@@ -23,12 +105,13 @@ main(process.argv.slice(2)).then(
     if (code !== undefined) process.exit(code);
   },
   (err: unknown) => {
-    if (err instanceof ConfigError) {
+    if (err instanceof ConfigError || err instanceof UsageError) {
       process.stderr.write(`llm-relay: ${err.message}\n`);
       process.exit(2);
     }
     const e = err as Error;
-    process.stderr.write(`llm-relay: could not start: ${e.message}\n`);
+    const doing = process.argv[2] === 'cache' ? `cache ${process.argv[3] ?? ''} failed` : 'could not start';
+    process.stderr.write(`llm-relay: ${doing}: ${e.message}\n`);
     process.exit(1);
   },
 );

@@ -28,7 +28,10 @@ export interface RelayConfig {
   logLevel: string;
   environment: string;
   maxBodyBytes: number;
+  maxHeaderBytes: number;
   maxJsonDepth: number;
+  reportMaxBodyBytes: number;
+  outboxRetryMs: number;
   reportFlushMs: number;
   reportBatchMax: number;
   shutdownGraceMs: number;
@@ -71,7 +74,10 @@ export const DEFAULTS: Readonly<RelayConfig> = Object.freeze({
   logLevel: 'info',
   environment: 'development',
   maxBodyBytes: 32 * 1024 * 1024,
+  maxHeaderBytes: 16 * 1024,
   maxJsonDepth: 64,
+  reportMaxBodyBytes: 1024 * 1024,
+  outboxRetryMs: 1_000,
   reportFlushMs: 2,
   reportBatchMax: 500,
   shutdownGraceMs: 10_000,
@@ -101,7 +107,10 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'logLevel', env: 'RELAY_LOG_LEVEL', kind: 'level', values: LEVELS, description: 'pino log level' },
   { key: 'environment', env: 'RELAY_ENVIRONMENT', kind: 'string', description: 'metadata.environment of proxied reports that do not name one' },
   { key: 'maxBodyBytes', env: 'RELAY_MAX_BODY_BYTES', kind: 'int', min: 1024, description: 'largest request body accepted (413 above it)' },
+  { key: 'maxHeaderBytes', env: 'RELAY_MAX_HEADER_BYTES', kind: 'int', min: 1024, max: 1_048_576, description: 'largest request head (request line and headers) accepted (431 above it)' },
   { key: 'maxJsonDepth', env: 'RELAY_MAX_JSON_DEPTH', kind: 'int', min: 2, max: 10_000, description: 'deepest JSON nesting accepted on /api (400 above it)' },
+  { key: 'reportMaxBodyBytes', env: 'RELAY_REPORT_MAX_BODY_BYTES', kind: 'int', min: 256, description: 'largest request or response body kept in a report; bigger ones are cut and marked truncated' },
+  { key: 'outboxRetryMs', env: 'RELAY_OUTBOX_RETRY_MS', kind: 'int', min: 10, max: 600_000, description: 'how often reports waiting in the outbox are offered to the report store again' },
   { key: 'reportFlushMs', env: 'RELAY_REPORT_FLUSH_MS', kind: 'int', min: 0, max: 10_000, description: 'group commit window: reports arriving within it share one transaction' },
   { key: 'reportBatchMax', env: 'RELAY_REPORT_BATCH_MAX', kind: 'int', min: 1, max: 10_000, description: 'most reports written in one transaction' },
   { key: 'shutdownGraceMs', env: 'RELAY_SHUTDOWN_GRACE_MS', kind: 'int', min: 0, description: 'how long SIGTERM/SIGINT waits for in-flight calls before closing' },
@@ -351,7 +360,11 @@ export function helpText(version: string): string {
   const lines = [
     `llm-relay ${version} — a caching, reporting reverse proxy for LLM APIs`,
     '',
-    'Usage: llm-relay [options]',
+    'Usage: llm-relay [options]                            start the relay',
+    '       llm-relay cache export [options] > FILE.ndjson  write every live cache entry as NDJSON to stdout',
+    '       llm-relay cache import FILE|- [options]         add the entries of an NDJSON file (- for stdin) to the cache',
+    '',
+    '`cache export|import` work on the configured cache store (--cache-url, --data-dir, ...) without a server.',
     '',
     'Every option can also be set by its environment variable or in a JSON config file;',
     'flags win over the environment, which wins over the file, which wins over the defaults.',

@@ -31,6 +31,12 @@ export const RELAY_ERR_ENTRY_TOO_LARGE = createError(
   'The cache entry is larger than the limit of %s bytes (RELAY_CACHE_MAX_ENTRY_BYTES)',
   413,
 );
+export const RELAY_ERR_HEADERS_TOO_LARGE = createError(
+  'RELAY_ERR_HEADERS_TOO_LARGE',
+  'The request headers are larger than the limit of %s bytes (RELAY_MAX_HEADER_BYTES)',
+  431,
+);
+export const RELAY_ERR_REQUEST_TIMEOUT = createError('RELAY_ERR_REQUEST_TIMEOUT', 'The request was not received in time', 408);
 export const RELAY_ERR_INVALID_CURSOR = createError('RELAY_ERR_INVALID_CURSOR', 'Invalid cursor: %s', 400);
 export const RELAY_ERR_NOT_FOUND = createError('RELAY_ERR_NOT_FOUND', '%s', 404);
 export const RELAY_ERR_CACHE_MISS = createError(
@@ -85,10 +91,12 @@ export const ERROR_CODES = Object.freeze({
   RELAY_ERR_BAD_REQUEST: 400,
   RELAY_ERR_UNAUTHORIZED: 401,
   RELAY_ERR_NOT_FOUND: 404,
+  RELAY_ERR_REQUEST_TIMEOUT: 408,
   RELAY_ERR_CACHE_MISS: 404,
   RELAY_ERR_BODY_TOO_LARGE: 413,
   RELAY_ERR_ENTRY_TOO_LARGE: 413,
   RELAY_ERR_UNSUPPORTED_MEDIA_TYPE: 415,
+  RELAY_ERR_HEADERS_TOO_LARGE: 431,
   RELAY_ERR_INTERNAL: 500,
   RELAY_ERR_UPSTREAM_UNREACHABLE: 502,
   RELAY_ERR_UPSTREAM_DNS: 503,

@@ -16,6 +16,7 @@ import { type CacheStatus, type ExchangeFacts, proxyReport } from './proxy-repor
 import type { ReportService } from './report-service.js';
 import type { Target } from './routing.js';
 import { createSingleFlight } from './single-flight.js';
+import { type Telemetry, noTelemetry } from './telemetry.js';
 import { forward } from './forward.js';
 import { type Base, type Exchange, type ProxyRequest, type ProxyResponse, withHeaders } from './proxy-types.js';
 
@@ -35,6 +36,7 @@ export interface ExchangeOptions {
   offline: boolean;
   maxJsonDepth: number;
   defaults: { client: string; clientVersion: string; environment: string };
+  telemetry?: Telemetry;
 }
 
 
@@ -50,6 +52,7 @@ function isJson(contentType: string | undefined): boolean {
 
 export function createExchange(opts: ExchangeOptions): Exchange {
   const inflight = createSingleFlight<CachedResponse>();
+  const telemetry = opts.telemetry ?? noTelemetry;
 
   function parseBody(req: ProxyRequest): { ok: boolean; value?: unknown } {
     if (req.method !== 'POST' || !req.body || req.body.length === 0 || !isJson(one(req.headers['content-type'])))
@@ -75,7 +78,9 @@ export function createExchange(opts: ExchangeOptions): Exchange {
     const headers: Record<string, string> = { ...cached.headers, ...base.relayHeaders(status) };
     if (status === 'HIT' && hit.createdAt !== undefined)
       headers.age = String(Math.max(0, Math.floor((endedAt - hit.createdAt) / 1000)));
-    headers['server-timing'] = `relay;dur=${(performance.now() - base.t0).toFixed(3)}`;
+    const overheadMs = performance.now() - base.t0;
+    headers['server-timing'] = `relay;dur=${overheadMs.toFixed(3)}`;
+    telemetry.exchange({ route: base.route, cacheStatus: status, status: cached.status, overheadMs });
     record(
       {
         ...base.facts,
@@ -98,6 +103,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
       return await opts.cache.lookup(namespace, hash);
     } catch (err) {
       // A cache store that fails or stalls must not fail the call: it is a miss.
+      telemetry.cacheFailure('lookup');
       opts.log.warn({ err }, 'cache lookup failed: treated as a miss');
       return undefined;
     }
@@ -131,6 +137,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
       const base: Base = {
         id,
         t0,
+        route: target.prefix || 'default',
         facts: {
           method: req.method,
           url: req.url,
@@ -192,12 +199,16 @@ export function createExchange(opts: ExchangeOptions): Exchange {
           if (cached && hash && policy.write)
             opts.cache
               .save(namespace, hash, cached, policy.ttlSec)
-              .catch((err: unknown) => opts.log.warn({ err }, 'cache write failed'));
+              .catch((err: unknown) => {
+                telemetry.cacheFailure('save');
+                opts.log.warn({ err }, 'cache write failed');
+              });
         },
         prepareReport: (facts) => opts.reports.prepare(proxyReport(facts), id),
         commitReport: (report) =>
           opts.reports.commit(report).catch((err: unknown) => opts.log.error({ err, reportId: id }, 'report not written')),
         onFailed: () => settle?.(undefined),
+        telemetry,
       });
     },
   };

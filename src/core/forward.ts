@@ -12,6 +12,7 @@ import { clientResponseHeaders, upstreamRequestHeaders } from './proxy-headers.j
 import type { CacheStatus, ExchangeFacts, Outcome } from './proxy-report.js';
 import type { Target } from './routing.js';
 import { assembleStream, parseSse, sseOutcome } from './sse.js';
+import type { Telemetry } from './telemetry.js';
 
 export interface ForwardArgs {
   req: ProxyRequest;
@@ -26,6 +27,7 @@ export interface ForwardArgs {
   onFailed(): void;
   prepareReport(facts: ExchangeFacts): StoredReport;
   commitReport(report: StoredReport): void;
+  telemetry: Telemetry;
 }
 
 /** Provider headers worth replaying with a cached answer; everything else describes the original call. */
@@ -84,6 +86,7 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
         error: e.message,
       }),
     );
+    if (!aborted) a.telemetry.exchange({ route: base.route, cacheStatus: a.status, status, overheadMs: performance.now() - base.t0 });
     throw aborted ? err : withHeaders(e, base.relayHeaders(a.status));
   }
 
@@ -142,6 +145,8 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
   res.body.once('close', broken);
 
   const headers: Record<string, string | string[]> = { ...clientResponseHeaders(res.headers), ...base.relayHeaders(a.status) };
-  headers['server-timing'] = `relay;dur=${(upstreamStart - base.t0 + (performance.now() - headersAt)).toFixed(3)}`;
+  const overheadMs = upstreamStart - base.t0 + (performance.now() - headersAt);
+  headers['server-timing'] = `relay;dur=${overheadMs.toFixed(3)}`;
+  a.telemetry.exchange({ route: base.route, cacheStatus: a.status, status: res.status, overheadMs, upstreamMs: headersAt - upstreamStart });
   return { status: res.status, headers, body: res.body };
 }

@@ -25,6 +25,8 @@ export interface ProxyResponse {
 export interface Base {
   id: string;
   t0: number;
+  /** `default` or the named route's prefix */
+  route: string;
   facts: Omit<ExchangeFacts, 'endedAt' | 'status' | 'responseBody' | 'streamed' | 'cacheStatus' | 'outcome'>;
   relayHeaders(status: CacheStatus): Record<string, string>;
 }

@@ -24,10 +24,24 @@ function str(v: unknown): string | undefined {
   return typeof v === 'string' && v.length > 0 ? v : undefined;
 }
 
-function bodyFacts(body: unknown): { bytes: number; sha256: string | null } {
+interface BodyFacts {
+  bytes: number;
+  sha256: string | null;
+  /** the JSON text cut to the limit, when the body was over it */
+  cut?: string;
+}
+
+function bodyFacts(body: unknown, maxBytes: number): BodyFacts {
   if (body === undefined) return { bytes: 0, sha256: null };
-  const text = JSON.stringify(body);
-  return { bytes: Buffer.byteLength(text), sha256: createHash('sha256').update(text).digest('hex') };
+  const buf = Buffer.from(JSON.stringify(body));
+  const facts: BodyFacts = { bytes: buf.length, sha256: createHash('sha256').update(buf).digest('hex') };
+  if (buf.length > maxBytes) facts.cut = buf.subarray(0, maxBytes).toString('utf8');
+  return facts;
+}
+
+/** A body over the limit is kept as the start of its JSON text, marked truncated; sizes and hashes stay the original's. */
+function keep<T extends { body?: unknown }>(part: T, facts: BodyFacts): T {
+  return facts.cut === undefined ? part : { ...part, body: facts.cut, truncated: true };
 }
 
 export function detectProvider(metadata: Record<string, unknown> | undefined, request: unknown, response: unknown): string | null {
@@ -47,6 +61,7 @@ export function deriveReport(
   input: ReportInput,
   ids: { id: string; receivedAt: string },
   prices: PriceTable,
+  maxBodyBytes = Number.POSITIVE_INFINITY,
 ): StoredReport {
   const requestBody = input.request.body;
   const responseBody = input.response.body;
@@ -55,8 +70,8 @@ export function deriveReport(
   const status = input.response.status;
   const model = str(obj(responseBody)?.model) ?? str(obj(requestBody)?.model) ?? null;
   const usage = extractUsage(responseBody);
-  const req = bodyFacts(requestBody);
-  const res = bodyFacts(responseBody);
+  const req = bodyFacts(requestBody, maxBodyBytes);
+  const res = bodyFacts(responseBody, maxBodyBytes);
   const cost = prices.cost(model, usage);
   // A cache hit costs nothing upstream; what it avoided is the original call's cost.
   const hit = input.cacheHit === true;
@@ -64,6 +79,8 @@ export function deriveReport(
 
   return {
     ...input,
+    request: keep(input.request, req),
+    response: keep(input.response, res),
     id: ids.id,
     receivedAt: ids.receivedAt,
     durationMs: Number.isFinite(started) && Number.isFinite(ended) ? ended - started : null,

@@ -1,7 +1,16 @@
 // The one report service: derive, then write through the group-commit writer. Both the direct API and
 // the proxy record through here.
 import { RELAY_ERR_REPORTS_UNAVAILABLE, StoreUnavailableError } from '../errors.js';
-import type { ReportPage, ReportQuery, ReportStore, StoredReport } from '../storage/report-store.js';
+import type {
+  ReportFilter,
+  ReportPage,
+  ReportQuery,
+  ReportStore,
+  StatsGroupBy,
+  StatsResult,
+  StoredReport,
+} from '../storage/report-store.js';
+import type { OutboxFile } from '../storage/outbox-file.js';
 import { uuidv7 } from './ids.js';
 import type { PriceTable } from './pricing.js';
 import { type ReportInput, deriveReport } from './report-derive.js';
@@ -12,6 +21,11 @@ export interface ReportServiceOptions {
   prices: PriceTable;
   flushMs: number;
   batchMax: number;
+  /** bodies above this are cut and marked truncated */
+  maxBodyBytes: number;
+  outbox?: OutboxFile;
+  outboxRetryMs?: number;
+  onStoreError?: (err: unknown) => void;
   now?: () => number;
 }
 
@@ -24,18 +38,28 @@ export interface ReportService {
   commit(report: StoredReport): Promise<void>;
   get(id: string): Promise<StoredReport | undefined>;
   list(query: ReportQuery): Promise<ReportPage>;
+  stats(filter: ReportFilter, groupBy?: StatsGroupBy): Promise<StatsResult>;
   flush(): Promise<void>;
+  /** flush, then stop the outbox delivery loop */
+  close(): Promise<void>;
   readonly writer: ReportWriter;
   readonly prices: PriceTable;
 }
 
 export function createReportService(opts: ReportServiceOptions): ReportService {
   const now = opts.now ?? Date.now;
-  const writer = createReportWriter({ store: opts.store, flushMs: opts.flushMs, batchMax: opts.batchMax });
+  const writer = createReportWriter({
+    store: opts.store,
+    flushMs: opts.flushMs,
+    batchMax: opts.batchMax,
+    retryMs: opts.outboxRetryMs ?? 1000,
+    ...(opts.outbox ? { outbox: opts.outbox } : {}),
+    ...(opts.onStoreError ? { onStoreError: opts.onStoreError } : {}),
+  });
 
   const prepare = (input: ReportInput, id?: string): StoredReport => {
     const t = now();
-    return deriveReport(input, { id: id ?? uuidv7(t), receivedAt: new Date(t).toISOString() }, opts.prices);
+    return deriveReport(input, { id: id ?? uuidv7(t), receivedAt: new Date(t).toISOString() }, opts.prices, opts.maxBodyBytes);
   };
   const commit = (report: StoredReport): Promise<void> => unavailableAs503(writer.write(report));
 
@@ -51,7 +75,9 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
     },
     get: (id) => unavailableAs503(opts.store.get(id)),
     list: (query) => unavailableAs503(opts.store.list(query)),
+    stats: (filter, groupBy) => unavailableAs503(opts.store.stats(filter, groupBy)),
     flush: () => writer.flush(),
+    close: () => writer.close(),
   };
 }
 

@@ -1,6 +1,7 @@
 // Relay access tokens (RELAY_API_TOKENS). Tokens are compared as sha256 digests with timingSafeEqual, so
 // neither the token nor its length leaks through timing. On the proxy, `authorization` belongs to the
-// upstream, so there only `x-relay-token` counts.
+// upstream, so there only `x-relay-token` counts; `Authorization: Bearer` is taken on /api and /metrics
+// (what Prometheus sends).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { RELAY_ERR_UNAUTHORIZED } from '../errors.js';
@@ -25,7 +26,7 @@ export function createTokenCheck(tokens: readonly string[]): (presented: string 
 function presentedToken(request: FastifyRequest): string | undefined {
   const relayToken = request.headers['x-relay-token'];
   if (typeof relayToken === 'string') return relayToken;
-  if (!request.url.startsWith('/api/')) return undefined;
+  if (!request.url.startsWith('/api/') && request.url !== '/metrics') return undefined;
   const auth = request.headers.authorization;
   const m = typeof auth === 'string' ? /^Bearer\s+(.+)$/i.exec(auth) : null;
   return m?.[1]?.trim();

@@ -26,8 +26,10 @@ const FASTIFY_CODES: Record<string, string> = {
 export function toErrorBody(err: FastifyError): ErrorBody {
   if (err.validation) return errorBody(400, 'RELAY_ERR_VALIDATION', validationMessage(err.validationContext ?? 'body', err.validation));
   const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
-  if (err.code?.startsWith('RELAY_ERR_')) return errorBody(status, err.code, err.message);
-  const mapped = err.code ? FASTIFY_CODES[err.code] : undefined;
+  // `code` is not always a string: a DOMException (an abort) carries a number.
+  const code = typeof err.code === 'string' ? err.code : undefined;
+  if (code?.startsWith('RELAY_ERR_')) return errorBody(status, code, err.message);
+  const mapped = code ? FASTIFY_CODES[code] : undefined;
   if (mapped) {
     const message = mapped === 'RELAY_ERR_UNSUPPORTED_MEDIA_TYPE' ? 'Unsupported content type: this endpoint takes application/json' : err.message;
     return errorBody(status, mapped, message);

@@ -7,6 +7,8 @@ export interface OpsRoutesOptions {
   cacheStore: CacheStore;
   reportStore: ReportStore;
   timeoutMs: number;
+  /** reports waiting in the durable outbox */
+  outboxDepth: () => number;
 }
 
 async function probe(ping: () => Promise<void>, timeoutMs: number): Promise<string> {
@@ -38,7 +40,7 @@ export const opsRoutes: FastifyPluginAsync<OpsRoutesOptions> = async (app, opts)
     return reply.code(ready ? 200 : 503).send({
       status: ready ? 'ready' : 'unavailable',
       cache: { kind: opts.cacheStore.kind, status: cache },
-      reports: { kind: opts.reportStore.kind, status: reports },
+      reports: { kind: opts.reportStore.kind, status: reports, outboxDepth: opts.outboxDepth() },
     });
   });
 };

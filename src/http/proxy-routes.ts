@@ -32,13 +32,23 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
       reply.raw.once('close', () => {
         if (!reply.raw.writableFinished) abort.abort();
       });
-      const res = await exchange.handle({
-        method: request.method,
-        url,
-        headers: request.headers,
-        body: Buffer.isBuffer(request.body) ? request.body : undefined,
-        signal: abort.signal,
-      });
+      let res;
+      try {
+        res = await exchange.handle({
+          method: request.method,
+          url,
+          headers: request.headers,
+          body: Buffer.isBuffer(request.body) ? request.body : undefined,
+          signal: abort.signal,
+        });
+      } catch (err) {
+        // The client left before the answer: nobody to answer, nothing went wrong (the report says so).
+        if (abort.signal.aborted) {
+          request.log.debug({ url }, 'client went away before the answer');
+          return reply.hijack();
+        }
+        throw err;
+      }
       return reply.code(res.status).headers(res.headers).send(res.body);
     },
   });

@@ -1,16 +1,34 @@
-// POST /api/reporting/v2/request and reading reports back.
+// POST /api/reporting/v2/request and reading reports back: one, a page, all of them as NDJSON, or stats.
+import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { type Static, Type } from 'typebox';
 import { RELAY_ERR_NOT_FOUND, RELAY_ERR_VALIDATION } from '../errors.js';
 import type { ReportInput } from '../core/report-derive.js';
 import type { ReportService } from '../core/report-service.js';
-import type { ReportQuery } from '../storage/report-store.js';
-import { ErrorBody, IdParams, ListQuery, ReportBody, ReportPageBody, StoredReportBody } from './schemas.js';
+import type { ReportFilter, ReportPage, ReportQuery } from '../storage/report-store.js';
+import {
+  ErrorBody,
+  FilterQuery,
+  IdParams,
+  ListQuery,
+  ReportBody,
+  ReportPageBody,
+  StatsBody,
+  StatsQuery,
+  StoredReportBody,
+} from './schemas.js';
 
 export interface ReportingRoutesOptions {
   reports: ReportService;
 }
 
 const PROPERTY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** The schema of one line, for the docs; the handler sends a stream of such lines. */
+const NdjsonLines = Type.Unsafe<Readable>(StoredReportBody);
+
+/** Reports per store read while exporting: memory holds one page, whatever the export's size. */
+const EXPORT_PAGE_SIZE = 500;
 
 export const reportingRoutes: FastifyPluginAsyncTypebox<ReportingRoutesOptions> = async (app, { reports }) => {
   app.post(
@@ -41,16 +59,37 @@ export const reportingRoutes: FastifyPluginAsyncTypebox<ReportingRoutesOptions> 
       },
     },
     async (request) => {
-      const q = request.query;
-      const query: ReportQuery = { limit: q.limit ?? 50 };
-      for (const k of ['cursor', 'from', 'to', 'environment', 'promptId', 'client', 'model'] as const) {
-        if (q[k] !== undefined) query[k] = q[k];
-      }
-      if (q.status !== undefined) query.status = q.status;
-      if (q.cacheHit !== undefined) query.cacheHit = q.cacheHit;
-      const properties = propertyFilters(request.query as Record<string, unknown>);
-      if (properties) query.properties = properties;
+      const query: ReportQuery = { limit: request.query.limit ?? 50, ...reportFilter(request.query) };
+      if (request.query.cursor !== undefined) query.cursor = request.query.cursor;
       return reports.list(query);
+    },
+  );
+
+  // A static segment: find-my-way tries it before the `:id` parameter of the route below.
+  app.get(
+    '/api/reporting/v2/requests/export',
+    {
+      schema: {
+        tags: ['Reporting'],
+        summary: 'Every report the filters select, as NDJSON, newest first',
+        description: 'One stored report as JSON per line; streamed, read from the store a page at a time.',
+        querystring: FilterQuery,
+        response: {
+          200: {
+            description: 'one report per line',
+            content: { 'application/x-ndjson': { schema: NdjsonLines } },
+          },
+          400: ErrorBody,
+          503: ErrorBody,
+        },
+      },
+    },
+    async (request, reply) => {
+      const filter = reportFilter(request.query);
+      // The first page is read before the answer starts, so a bad filter or a store outage is still a
+      // 400 or a 503; a failure on a later page can only cut the stream.
+      const first = await reports.list({ ...filter, limit: EXPORT_PAGE_SIZE });
+      return reply.type('application/x-ndjson').send(Readable.from(exportLines(reports, filter, first)));
     },
   );
 
@@ -70,10 +109,50 @@ export const reportingRoutes: FastifyPluginAsyncTypebox<ReportingRoutesOptions> 
       return report;
     },
   );
+
+  app.get(
+    '/api/reporting/v2/stats',
+    {
+      schema: {
+        tags: ['Reporting'],
+        summary: 'Requests, hit ratio, tokens, cost, cost saved, errors and latency percentiles',
+        description: 'Over the reports the list filters select; with groupBy, also per group.',
+        querystring: StatsQuery,
+        response: { 200: StatsBody, 400: ErrorBody, 503: ErrorBody },
+      },
+    },
+    async (request) => reports.stats(reportFilter(request.query), request.query.groupBy),
+  );
 };
 
+/**
+ * Lines of the export, one page of the list after another. A generator pulled by Readable.from: the next
+ * page is read only when the client has taken the previous one, and a client that goes away ends it.
+ */
+async function* exportLines(reports: ReportService, filter: ReportFilter, first: ReportPage): AsyncGenerator<string> {
+  let page = first;
+  for (;;) {
+    for (const report of page.items) yield `${JSON.stringify(report)}\n`;
+    if (page.nextCursor === null) return;
+    page = await reports.list({ ...filter, limit: EXPORT_PAGE_SIZE, cursor: page.nextCursor });
+  }
+}
+
+/** The list's filters from a querystring (ListQuery, FilterQuery or StatsQuery), `property.<name>` included. */
+function reportFilter(q: Static<typeof FilterQuery>): ReportFilter {
+  const filter: ReportFilter = {};
+  for (const k of ['from', 'to', 'environment', 'promptId', 'client', 'model'] as const) {
+    if (q[k] !== undefined) filter[k] = q[k];
+  }
+  if (q.status !== undefined) filter.status = q.status;
+  if (q.cacheHit !== undefined) filter.cacheHit = q.cacheHit;
+  const properties = propertyFilters(q);
+  if (properties) filter.properties = properties;
+  return filter;
+}
+
 /** `property.userId=u1` → {userId: 'u1'}; names are checked so they can go into a JSON path safely. */
-function propertyFilters(query: Record<string, unknown>): Record<string, string> | undefined {
+function propertyFilters(query: object): Record<string, string> | undefined {
   let out: Record<string, string> | undefined;
   for (const [key, value] of Object.entries(query)) {
     if (!key.startsWith('property.')) continue;

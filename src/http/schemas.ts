@@ -99,24 +99,79 @@ export const CacheHeaders = Type.Object(
   { additionalProperties: true },
 );
 
+/** The list's filters; `property.<name>=<value>` filters come as additional properties. */
+const filterProperties = {
+  from: Type.Optional(Type.String({ format: 'date-time', description: 'inclusive, on request.timestamp' })),
+  to: Type.Optional(Type.String({ format: 'date-time', description: 'exclusive, on request.timestamp' })),
+  environment: Type.Optional(Type.String()),
+  promptId: Type.Optional(Type.String()),
+  client: Type.Optional(Type.String()),
+  model: Type.Optional(Type.String()),
+  status: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
+  cacheHit: Type.Optional(Type.Boolean()),
+};
+const filterOptions = {
+  additionalProperties: true,
+  description: 'plus property.<name>=<value> filters on report properties',
+};
+
 export const ListQuery = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })),
     cursor: Type.Optional(Type.String({ maxLength: 512 })),
-    from: Type.Optional(Type.String({ format: 'date-time', description: 'inclusive, on request.timestamp' })),
-    to: Type.Optional(Type.String({ format: 'date-time', description: 'exclusive, on request.timestamp' })),
-    environment: Type.Optional(Type.String()),
-    promptId: Type.Optional(Type.String()),
-    client: Type.Optional(Type.String()),
-    model: Type.Optional(Type.String()),
-    status: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
-    cacheHit: Type.Optional(Type.Boolean()),
+    ...filterProperties,
   },
-  {
-    additionalProperties: true,
-    description: 'plus property.<name>=<value> filters on report properties',
-  },
+  filterOptions,
 );
+
+/** The list's filters without paging: the export takes every report they select. */
+export const FilterQuery = Type.Object(filterProperties, filterOptions);
+
+export const StatsQuery = Type.Object(
+  {
+    ...filterProperties,
+    groupBy: Type.Optional(
+      Type.Enum(['model', 'environment', 'client', 'day'], {
+        description: 'also aggregate per model, environment, client or UTC day (YYYY-MM-DD) of request.timestamp',
+      }),
+    ),
+  },
+  filterOptions,
+);
+
+const NullableNumber = (description: string) => Type.Union([Type.Number(), Type.Null()], { description });
+
+const statsProperties = {
+  requests: Type.Integer(),
+  cacheHits: Type.Integer({ description: 'reports with cacheHit true' }),
+  hitRatio: NullableNumber('cacheHits / requests; null without requests'),
+  inputTokens: Type.Integer({ description: 'sum of usage.inputTokens' }),
+  outputTokens: Type.Integer({ description: 'sum of usage.outputTokens' }),
+  costUsd: Type.Number({ description: 'sum of costUsd, USD, rounded to 1e-9' }),
+  costSavedUsd: Type.Number({ description: 'sum of costSavedUsd (what cache hits avoided), USD, rounded to 1e-9' }),
+  errors: Type.Integer({ description: 'reports with status 400 or more' }),
+  latencyMs: Type.Object(
+    {
+      p50: NullableNumber('median durationMs'),
+      p95: NullableNumber('95th percentile of durationMs'),
+      p99: NullableNumber('99th percentile of durationMs'),
+    },
+    { description: 'percentiles of durationMs, interpolated like percentile_cont; null without durations' },
+  ),
+};
+
+export const StatsBody = Type.Object({
+  totals: Type.Object(statsProperties),
+  groups: Type.Optional(
+    Type.Array(
+      Type.Object({
+        key: Type.Union([Type.String(), Type.Null()], { description: 'the group; null when reports lack it' }),
+        ...statsProperties,
+      }),
+      { description: 'only with groupBy; key ascending, null last' },
+    ),
+  ),
+});
 
 export const ReportPageBody = Type.Object({
   items: Type.Array(StoredReportBody),

@@ -2,7 +2,8 @@
 // Same columns and list semantics as the SQLite store; the whole report is kept as JSONB.
 import pg from 'pg';
 import { StoreUnavailableError } from '../errors.js';
-import { buildListSql, type FilterDialect, pageFromRows, reportColumns } from './report-filters.js';
+import { buildListSql, pageFromRows, reportColumns } from './report-filters.js';
+import { type StatsDialect, type StatsRow, buildStatsSql, statsResult } from './report-stats-sql.js';
 import type { ReportStore, StoredReport } from './report-store.js';
 
 export interface PostgresReportStoreOptions {
@@ -17,7 +18,7 @@ export interface PostgresReportStoreOptions {
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
-const dialect: FilterDialect = {
+const dialect: StatsDialect = {
   placeholder: (n) => `$${n}`,
   cacheHit: (value) => value,
   propertyEquals(name, value, bind) {
@@ -29,6 +30,13 @@ const dialect: FilterDialect = {
       `AND data->'properties'->>${key}::text = ${bind(value)}::text)`
     );
   },
+  hitTrue: 'cache_hit',
+  // sum(bigint) is numeric, which cannot overflow; pg hands it over as text.
+  sum: (column) => `sum(${column})`,
+  utcDate: (epochSeconds) => `to_char(to_timestamp(${epochSeconds}) AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
+  // Bytewise, like SQLite, whatever the database's locale.
+  keyOrder: 'k COLLATE "C"',
+  percentiles: 'native',
 };
 
 interface ListRow {
@@ -93,11 +101,13 @@ export async function createPostgresReportStore(opts: PostgresReportStoreOptions
         .sort((x, y) => (x.c.id < y.c.id ? -1 : x.c.id > y.c.id ? 1 : 0));
       const cols = rows.map((row) => row.c);
       try {
-        // One statement is one transaction; unnest keeps it at nine parameters whatever the batch size.
+        // One statement is one transaction; unnest keeps it at fourteen parameters whatever the batch size.
         await pool.query(
-          `INSERT INTO ${table} (id, request_ms, environment, prompt_id, client, model, status, cache_hit, data)
+          `INSERT INTO ${table} (id, request_ms, environment, prompt_id, client, model, status, cache_hit,
+                                 duration_ms, input_tokens, output_tokens, cost_usd, cost_saved_usd, data)
            SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],
-                                $7::integer[], $8::boolean[], $9::jsonb[])
+                                $7::integer[], $8::boolean[], $9::float8[], $10::bigint[], $11::bigint[],
+                                $12::float8[], $13::float8[], $14::jsonb[])
            ON CONFLICT (id) DO NOTHING`,
           [
             cols.map((c) => pgText(c.id)),
@@ -108,6 +118,11 @@ export async function createPostgresReportStore(opts: PostgresReportStoreOptions
             cols.map((c) => pgTextOrNull(c.model)),
             cols.map((c) => c.status),
             cols.map((c) => c.cacheHit),
+            cols.map((c) => c.durationMs),
+            cols.map((c) => c.inputTokens),
+            cols.map((c) => c.outputTokens),
+            cols.map((c) => c.costUsd),
+            cols.map((c) => c.costSavedUsd),
             rows.map((row) => pgJson(JSON.stringify(row.report))),
           ],
         );
@@ -144,6 +159,19 @@ export async function createPostgresReportStore(opts: PostgresReportStoreOptions
         );
       } catch (err) {
         throw fail('list reports', err);
+      }
+    },
+
+    async stats(filter, groupBy) {
+      // Built outside the try: a bad filter or groupBy is the caller's error, not the store's.
+      const sql = buildStatsSql(table, filter, groupBy, dialect);
+      const params = sql.params.map((p) => (typeof p === 'string' ? pgText(p) : p));
+      try {
+        // One statement sees one snapshot, so totals and groups agree under concurrent writes.
+        const res = await pool.query<StatsRow>(sql.sql, params);
+        return statsResult(res.rows, groupBy);
+      } catch (err) {
+        throw fail('compute stats', err);
       }
     },
 
@@ -194,6 +222,11 @@ async function prepareSchema(client: pg.PoolClient, schema: string, table: strin
         model TEXT,
         status INTEGER,
         cache_hit BOOLEAN,
+        duration_ms DOUBLE PRECISION,
+        input_tokens BIGINT NOT NULL DEFAULT 0,
+        output_tokens BIGINT NOT NULL DEFAULT 0,
+        cost_usd DOUBLE PRECISION,
+        cost_saved_usd DOUBLE PRECISION,
         data JSONB NOT NULL
       )`);
       await client.query(`CREATE INDEX reports_request_ms_id ON ${table} (request_ms DESC, id DESC)`);

@@ -1,9 +1,10 @@
 // What every report store derives the same way: the indexed columns of a report and the WHERE clause of a
-// list query. Only the SQL spelling of a placeholder and of a property match differs between dialects, so
-// the filter semantics (bounds, NULL handling, cursor order) cannot drift apart between adapters.
+// list query (or of the list's filters alone, for stats). Only the SQL spelling of a placeholder and of a
+// property match differs between dialects, so the filter semantics (bounds, NULL handling, cursor order)
+// cannot drift apart between adapters.
 import { RELAY_ERR_VALIDATION } from '../errors.js';
 import { decodeCursor, encodeCursor, requestTimeMs } from './report-cursor.js';
-import type { ReportPage, ReportQuery, StoredReport } from './report-store.js';
+import type { ReportFilter, ReportPage, ReportQuery, StoredReport } from './report-store.js';
 
 export const MAX_LIST_LIMIT = 1000;
 
@@ -19,6 +20,13 @@ export interface ReportColumns {
   model: string | null;
   status: number | null;
   cacheHit: boolean | null;
+  durationMs: number | null;
+  /** usage.inputTokens / outputTokens as whole numbers, 0 without usage */
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number | null;
+  /** what a cache hit avoided; null when the report does not say */
+  costSavedUsd: number | null;
 }
 
 export function reportColumns(report: StoredReport): ReportColumns {
@@ -32,6 +40,11 @@ export function reportColumns(report: StoredReport): ReportColumns {
     model: stringOrNull(report.model),
     status: typeof report.status === 'number' && Number.isFinite(report.status) ? report.status : null,
     cacheHit: typeof report.cacheHit === 'boolean' ? report.cacheHit : null,
+    durationMs: finiteOrNull(report.durationMs),
+    inputTokens: tokenCount(report.usage?.inputTokens),
+    outputTokens: tokenCount(report.usage?.outputTokens),
+    costUsd: finiteOrNull(report.costUsd),
+    costSavedUsd: finiteOrNull(report.costSavedUsd),
   };
 }
 
@@ -43,10 +56,13 @@ export interface FilterDialect {
   propertyEquals(name: string, value: string, bind: (v: unknown) => string): string;
 }
 
-export interface ListSql {
+export interface FilterSql {
   /** `WHERE …` or an empty string */
   where: string;
   params: unknown[];
+}
+
+export interface ListSql extends FilterSql {
   /** rows to fetch: one more than the page, to know whether another page follows */
   fetch: number;
 }
@@ -60,6 +76,28 @@ export function buildListSql(query: ReportQuery, dialect: FilterDialect): ListSq
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
     throw new RELAY_ERR_VALIDATION(`limit must be an integer from 1 to ${MAX_LIST_LIMIT}`);
   }
+  const built = filterConditions(query, dialect);
+  if (query.cursor !== undefined) {
+    const pos = decodeCursor(query.cursor);
+    // A row comparison is exactly "strictly after (t, id) in (request_ms DESC, id DESC) order" and lets
+    // both engines walk the (request_ms, id) index.
+    built.conditions.push(`(request_ms, id) < (${built.bind(pos.t)}, ${built.bind(pos.id)})`);
+  }
+  return { ...whereOf(built), fetch: limit + 1 };
+}
+
+/** The WHERE clause of the list's filters alone (no paging), for aggregates such as stats. */
+export function buildFilterSql(filter: ReportFilter, dialect: FilterDialect): FilterSql {
+  return whereOf(filterConditions(filter, dialect));
+}
+
+interface Conditions {
+  conditions: string[];
+  params: unknown[];
+  bind: (v: unknown) => string;
+}
+
+function filterConditions(filter: ReportFilter, dialect: FilterDialect): Conditions {
   const params: unknown[] = [];
   const bind = (v: unknown): string => {
     params.push(v);
@@ -70,32 +108,25 @@ export function buildListSql(query: ReportQuery, dialect: FilterDialect): ListSq
     if (value !== undefined) conditions.push(`${column} = ${bind(value)}`);
   };
 
-  if (query.from !== undefined) conditions.push(`request_ms >= ${bind(timeBound('from', query.from))}`);
-  if (query.to !== undefined) conditions.push(`request_ms < ${bind(timeBound('to', query.to))}`);
-  equals('environment', query.environment);
-  equals('prompt_id', query.promptId);
-  equals('client', query.client);
-  equals('model', query.model);
-  equals('status', query.status);
-  if (query.cacheHit !== undefined) equals('cache_hit', dialect.cacheHit(query.cacheHit));
-  for (const [name, value] of Object.entries(query.properties ?? {})) {
+  if (filter.from !== undefined) conditions.push(`request_ms >= ${bind(timeBound('from', filter.from))}`);
+  if (filter.to !== undefined) conditions.push(`request_ms < ${bind(timeBound('to', filter.to))}`);
+  equals('environment', filter.environment);
+  equals('prompt_id', filter.promptId);
+  equals('client', filter.client);
+  equals('model', filter.model);
+  equals('status', filter.status);
+  if (filter.cacheHit !== undefined) equals('cache_hit', dialect.cacheHit(filter.cacheHit));
+  for (const [name, value] of Object.entries(filter.properties ?? {})) {
     if (!PROPERTY_NAME.test(name)) {
       throw new RELAY_ERR_VALIDATION(`property name ${JSON.stringify(name)} must match ${PROPERTY_NAME.source}`);
     }
     conditions.push(dialect.propertyEquals(name, String(value), bind));
   }
-  if (query.cursor !== undefined) {
-    const pos = decodeCursor(query.cursor);
-    // A row comparison is exactly "strictly after (t, id) in (request_ms DESC, id DESC) order" and lets
-    // both engines walk the (request_ms, id) index.
-    conditions.push(`(request_ms, id) < (${bind(pos.t)}, ${bind(pos.id)})`);
-  }
+  return { conditions, params, bind };
+}
 
-  return {
-    where: conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : '',
-    params,
-    fetch: limit + 1,
-  };
+function whereOf({ conditions, params }: Conditions): FilterSql {
+  return { where: conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : '', params };
 }
 
 function timeBound(name: string, iso: string): number {
@@ -106,6 +137,19 @@ function timeBound(name: string, iso: string): number {
 
 function stringOrNull(v: unknown): string | null {
   return typeof v === 'string' ? v : null;
+}
+
+function finiteOrNull(v: unknown): number | null {
+  return typeof v === 'number' && Number.isFinite(v) ? v : null;
+}
+
+/**
+ * Token counts go into integer columns (BIGINT in PostgreSQL): a fractional or absurd count from a client's
+ * body is rounded and capped rather than failing the whole batch it was written in.
+ */
+function tokenCount(v: unknown): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) return 0;
+  return Math.min(Math.round(v), Number.MAX_SAFE_INTEGER);
 }
 
 export interface ListedRow {

@@ -48,6 +48,42 @@ export interface ReportQuery {
   properties?: Record<string, string>;
 }
 
+/** The list's filters without paging. */
+export type ReportFilter = Omit<ReportQuery, 'limit' | 'cursor'>;
+
+export type StatsGroupBy = 'model' | 'environment' | 'client' | 'day';
+
+/** Aggregates over the reports a filter selects, computed in the store (SQL), never in memory. */
+export interface ReportStats {
+  requests: number;
+  /** reports with cacheHit true */
+  cacheHits: number;
+  /** cacheHits / requests; null when there are no requests */
+  hitRatio: number | null;
+  /** sums of usage.inputTokens / usage.outputTokens (reports without usage count 0) */
+  inputTokens: number;
+  outputTokens: number;
+  /** sum of costUsd over reports that have one (USD) */
+  costUsd: number;
+  /** sum of costSavedUsd (what cache hits avoided) */
+  costSavedUsd: number;
+  /** reports whose status is 400 or more */
+  errors: number;
+  /** percentiles of durationMs (linear interpolation between closest ranks, like percentile_cont); null without durations */
+  latencyMs: { p50: number | null; p95: number | null; p99: number | null };
+}
+
+export interface StatsGroup extends ReportStats {
+  /** the group's model / environment / client, or the UTC day YYYY-MM-DD of request.timestamp; null when absent */
+  key: string | null;
+}
+
+export interface StatsResult {
+  totals: ReportStats;
+  /** only with groupBy; ordered by key ascending, null last */
+  groups?: StatsGroup[];
+}
+
 export interface ReportPage {
   items: StoredReport[];
   nextCursor: string | null;
@@ -65,6 +101,7 @@ export interface ReportStore {
   /** Newest first by request.timestamp, then id. Rejects with RELAY_ERR_INVALID_CURSOR on a bad cursor. */
   list(query: ReportQuery): Promise<ReportPage>;
   count(): Promise<number>;
+  stats(filter: ReportFilter, groupBy?: StatsGroupBy): Promise<StatsResult>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

@@ -1,6 +1,7 @@
 // The embedded default cache: one SQLite file in the data dir, bounded by a byte budget with LRU eviction.
 // better-sqlite3 is synchronous; the port is async so that core sees every adapter the same way, and each
-// call here is one or two small indexed statements, so blocking the event loop for them is cheap.
+// call here is one or two small indexed statements, so blocking the event loop for them is cheap. Reads
+// do not write: their recency is batched (see pendingTouches).
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
@@ -20,6 +21,8 @@ export interface SqliteCacheStoreOptions {
 }
 
 const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
+/** Reads record their recency in memory and write it in one transaction this often (and before evicting). */
+const TOUCH_FLUSH_MS = 1_000;
 const DEFAULT_ENTRIES_PAGE_SIZE = 32;
 /** Victims fetched per eviction query; most sets evict one or two entries, so a small batch is plenty. */
 const EVICTION_BATCH = 32;
@@ -139,12 +142,31 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
 
   // Each transaction returns the new total; it is assigned only after the commit, so a rolled-back
   // transaction cannot leave the running total wrong.
+  // A hit must not pay for a write transaction: recency is kept in memory and written in batches. The
+  // eviction order sees every read, because pending touches are written before victims are chosen.
+  const pendingTouches = new Map<string, number>();
+  let touchTimer: NodeJS.Timeout | undefined;
+  const writeTouches = db.transaction(() => {
+    for (const [key, at] of pendingTouches) touch.run(at, key);
+    pendingTouches.clear();
+  });
+  function flushTouches(): void {
+    if (touchTimer) {
+      clearTimeout(touchTimer);
+      touchTimer = undefined;
+    }
+    if (pendingTouches.size > 0 && db.open) writeTouches();
+  }
+
   const removeTx = db.transaction((key: string): number => totalBytes - (deleteOne.get(key) ?? 0));
   const setTx = db.transaction((record: CacheRecord, size: number, at: number): number => {
+    pendingTouches.delete(record.key);
     const previous = selectSize.get(record.key) ?? 0;
     upsert.run(record.key, record.value, record.createdAt, record.expiresAt, at, size);
     const bytes = totalBytes - previous + size;
-    return bytes > maxBytes ? evict(record.key, at, bytes) : bytes;
+    if (bytes <= maxBytes) return bytes;
+    flushTouches();
+    return evict(record.key, at, bytes);
   });
 
   async function run<T>(fn: () => T): Promise<T> {
@@ -169,8 +191,11 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
           if (size !== undefined) totalBytes -= size;
           return undefined;
         }
-        // Recency is what the budget evicts by, so a read is a (cheap, prepared) write.
-        touch.run(at, key);
+        pendingTouches.set(key, at);
+        if (!touchTimer) {
+          touchTimer = setTimeout(() => run(flushTouches).catch(() => undefined), TOUCH_FLUSH_MS);
+          touchTimer.unref();
+        }
         return toRecord(row);
       }),
 
@@ -215,6 +240,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
 
     close: () =>
       run(() => {
+        flushTouches();
         if (db.open) db.close();
       }),
   };

@@ -4,7 +4,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../errors.js';
-import { buildListSql, type FilterDialect, pageFromRows, reportColumns } from './report-filters.js';
+import { buildListSql, pageFromRows, reportColumns } from './report-filters.js';
+import { type StatsDialect, type StatsRow, buildStatsSql, statsResult } from './report-stats-sql.js';
 import type { ReportStore, StoredReport } from './report-store.js';
 
 export interface SqliteReportStoreOptions {
@@ -24,6 +25,11 @@ const SCHEMA = `
     model TEXT,
     status INTEGER,
     cache_hit INTEGER,
+    duration_ms REAL,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL,
+    cost_saved_usd REAL,
     data TEXT NOT NULL
   );
   CREATE INDEX IF NOT EXISTS reports_request_ms_id ON reports (request_ms DESC, id DESC);
@@ -31,7 +37,7 @@ const SCHEMA = `
   CREATE INDEX IF NOT EXISTS reports_model ON reports (model);
 `;
 
-const dialect: FilterDialect = {
+const dialect: StatsDialect = {
   placeholder: () => '?',
   cacheHit: (value) => (value ? 1 : 0),
   propertyEquals(name, value, bind) {
@@ -45,6 +51,13 @@ const dialect: FilterDialect = {
       `THEN data -> ${bind(path)} END) = ${bind(value)}`
     );
   },
+  hitTrue: 'cache_hit = 1',
+  sum: (column) => `total(${column})`,
+  utcDate: (epochSeconds) => `strftime('%Y-%m-%d', ${epochSeconds}, 'unixepoch')`,
+  // SQLite compares TEXT with BINARY (memcmp of UTF-8) by default.
+  keyOrder: 'k',
+  // No percentile_cont here (the percentile extension is optional): rank with window functions instead.
+  percentiles: 'window',
 };
 
 interface ListRow {
@@ -69,8 +82,9 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
   }
 
   const insert = db.prepare(
-    `INSERT INTO reports (id, request_ms, environment, prompt_id, client, model, status, cache_hit, data)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+    `INSERT INTO reports (id, request_ms, environment, prompt_id, client, model, status, cache_hit,
+                          duration_ms, input_tokens, output_tokens, cost_usd, cost_saved_usd, data)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
   );
   const selectOne = db.prepare<[string], { data: string }>('SELECT data FROM reports WHERE id = ?');
   const countAll = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM reports');
@@ -87,6 +101,11 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
         c.model,
         c.status,
         c.cacheHit === null ? null : c.cacheHit ? 1 : 0,
+        c.durationMs,
+        c.inputTokens,
+        c.outputTokens,
+        c.costUsd,
+        c.costSavedUsd,
         JSON.stringify(report),
       );
     }
@@ -134,6 +153,18 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
         );
       } catch (err) {
         throw failure('list reports', err);
+      }
+    },
+
+    async stats(filter, groupBy) {
+      // Built outside the try: a bad filter or groupBy is the caller's error, not the store's.
+      const sql = buildStatsSql('reports', filter, groupBy, dialect);
+      try {
+        // One statement: totals and groups read the same snapshot.
+        const rows = db.prepare<unknown[], StatsRow>(sql.sql).all(...sql.params);
+        return statsResult(rows, groupBy);
+      } catch (err) {
+        throw failure('compute stats', err);
       }
     },
 

@@ -3,32 +3,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StoreUnavailableError } from '../../src/errors.js';
 import type { ReportQuery, ReportStore, StoredReport } from '../../src/storage/report-store.js';
-
-const T0 = Date.parse('2025-03-01T12:00:00.000Z');
-
-/** A complete report requested `minute` minutes after T0; `over` replaces whole fields. */
-function makeReport(id: string, minute: number, over: Partial<StoredReport> = {}): StoredReport {
-  const at = new Date(T0 + minute * 60_000).toISOString();
-  return {
-    id,
-    receivedAt: new Date(T0 + minute * 60_000 + 900).toISOString(),
-    metadata: { environment: 'production', promptId: 'summarize', client: 'web' },
-    request: { timestamp: at, body: { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] } },
-    response: { timestamp: new Date(T0 + minute * 60_000 + 800).toISOString(), body: { id: 'chatcmpl-1' } },
-    properties: { team: 'search' },
-    cacheEnabled: true,
-    cacheHit: false,
-    durationMs: 800,
-    status: 200,
-    model: 'gpt-4o',
-    provider: 'openai',
-    usage: { inputTokens: 12, outputTokens: 30, totalTokens: 42 },
-    costUsd: 0.00033,
-    requestBytes: 120,
-    responseBytes: 480,
-    ...over,
-  };
-}
+import { T0, makeReport } from './report-fixtures.js';
+import { reportStatsCases } from './report-stats-cases.js';
 
 /** Newest request first, ties by id descending (ids in these tests are ASCII, so JS order is byte order). */
 function newestFirst(reports: StoredReport[]): string[] {
@@ -212,6 +188,8 @@ export function reportStoreSuite(name: string, make: () => Promise<ReportStore>)
       });
     });
 
+    reportStatsCases(() => store);
+
     it('rejects a bad cursor with RELAY_ERR_INVALID_CURSOR', async () => {
       await store.insertMany([makeReport('r', 0)]);
       const notACursor = Buffer.from(JSON.stringify({ t: 1 })).toString('base64url');
@@ -265,6 +243,7 @@ export function reportStoreSuite(name: string, make: () => Promise<ReportStore>)
       await store.close();
       await expect(store.list({ limit: 5 })).rejects.toBeInstanceOf(StoreUnavailableError);
       await expect(store.count()).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.stats({})).rejects.toBeInstanceOf(StoreUnavailableError);
     });
   });
 }

@@ -1,4 +1,5 @@
 // Every status and body of DESIGN §2 and §8 for the three seed endpoints, asserted whole.
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestRelay, get, post, startRelay } from '../helpers/relay.js';
 
@@ -312,7 +313,7 @@ describe('operations', () => {
   it('/readyz names both stores', async () => {
     expect(await get(`${relay.url}/readyz`)).toEqual({
       status: 200,
-      body: { status: 'ready', cache: { kind: 'sqlite', status: 'ok' }, reports: { kind: 'sqlite', status: 'ok' } },
+      body: { status: 'ready', cache: { kind: 'sqlite', status: 'ok' }, reports: { kind: 'sqlite', status: 'ok', outboxDepth: 0 } },
     });
   });
 
@@ -333,5 +334,48 @@ describe('operations', () => {
     const ui = await fetch(`${relay.url}/docs/`);
     expect(ui.status).toBe(200);
     expect(await ui.text()).toContain('swagger');
+  });
+});
+
+describe('bytes and numbers', () => {
+  it('refuses invalid UTF-8 with a 400', async () => {
+    const bad = Buffer.concat([Buffer.from('{"request": {"a": "'), Buffer.from([0xc3, 0x28]), Buffer.from('"}, "response": {}}')]);
+    const res = await fetch(`${api}/cache/v1/request/save`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: bad });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ statusCode: 400, code: 'RELAY_ERR_INVALID_JSON', error: 'Bad Request', message: 'Body is not valid JSON: the body is not valid UTF-8' });
+  });
+
+  it('refuses numbers out of range with a 400', async () => {
+    const res = await post(`${api}/cache/v1/request/save`, '{"request": {"n": 1e400}, "response": {}}');
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ statusCode: 400, code: 'RELAY_ERR_VALIDATION', error: 'Bad Request', message: 'body has a number out of range' });
+    expect((await post(`${api}/cache/v1/request/save`, '{"request": {"n": 1e300, "m": 1e-400}, "response": {}}')).status).toBe(201);
+  });
+
+  it('cuts a report body over RELAY_REPORT_MAX_BODY_BYTES, keeping its size and hash', async () => {
+    const small = await startRelay({ reportMaxBodyBytes: 1024 });
+    try {
+      const body = { text: 'z'.repeat(5000) };
+      const res = await post(`${small.url}/api/reporting/v2/request`, report({ response: { timestamp: RES_TS, body } }));
+      expect(res.status).toBe(201);
+      const full = JSON.stringify(body);
+      expect(res.body.response).toEqual({ timestamp: RES_TS, body: full.slice(0, 1024), truncated: true });
+      expect(res.body.responseBytes).toBe(full.length);
+      expect(res.body.responseSha256).toBe(createHash('sha256').update(full).digest('hex'));
+      expect(res.body.request.truncated).toBeUndefined();
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('answers an oversized request head with a JSON 431', async () => {
+    const res = await fetch(`${relay.url}/healthz`, { headers: { 'x-big': 'a'.repeat(20_000) } });
+    expect(res.status).toBe(431);
+    expect(await res.json()).toEqual({
+      statusCode: 431,
+      code: 'RELAY_ERR_HEADERS_TOO_LARGE',
+      error: 'Request Header Fields Too Large',
+      message: 'The request headers are larger than the limit of 16384 bytes (RELAY_MAX_HEADER_BYTES)',
+    });
   });
 });

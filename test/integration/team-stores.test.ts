@@ -24,7 +24,7 @@ describe('Redis cache + PostgreSQL reports', () => {
     if (setupError) throw setupError;
     expect(await get(`${relay.url}/readyz`)).toEqual({
       status: 200,
-      body: { status: 'ready', cache: { kind: 'redis', status: 'ok' }, reports: { kind: 'postgres', status: 'ok' } },
+      body: { status: 'ready', cache: { kind: 'redis', status: 'ok' }, reports: { kind: 'postgres', status: 'ok', outboxDepth: 0 } },
     });
   });
 

@@ -1,0 +1,947 @@
+#!/usr/bin/env node
+// The llm-relay benchmark: one run, loopback only, every server in its own child process.
+//
+//   direct       autocannon → fake upstream
+//   bare proxy   autocannon → fastify + @fastify/http-proxy → fake upstream
+//   relay miss   autocannon → node dist/cli.js (sqlite cache + sqlite reports) → fake upstream, every body unique
+//   relay hit    autocannon → node dist/cli.js, the same body every time (answered from the cache)
+//
+// each for a JSON chat completion and a streamed (SSE) one, plus the time to the first body chunk of the
+// streamed answer (sequential undici requests). Prints a markdown table and the project's targets with
+// PASS/FAIL, and writes the same to bench/results.md. It does not build: `npm run bench` builds first.
+// `node bench/run.mjs --help` lists the options.
+import autocannon from 'autocannon';
+import { Pool, request } from 'undici';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(BENCH_DIR, '..');
+const CLI = path.join(ROOT, 'dist', 'cli.js');
+const ENDPOINT = '/v1/chat/completions';
+const MODEL = 'gpt-4o-mini';
+const AUTH = 'Bearer sk-bench';
+
+// ───────────────────────────── options ─────────────────────────────
+
+const HELP = `Usage: node bench/run.mjs [options]      (npm run bench builds the relay first)
+
+Options (each also read from the environment variable shown):
+  --connections N     autocannon connections per scenario           BENCH_CONNECTIONS   default 50
+  --duration S        measured seconds per scenario                 BENCH_DURATION      default 5
+  --warmup S          unmeasured warm-up seconds before each one    BENCH_WARMUP        default 1
+  --ttfc-requests N   sequential first-chunk samples per scenario   BENCH_TTFC_REQUESTS default 300
+  --ttfc-warmup N     unmeasured first-chunk requests before them   BENCH_TTFC_WARMUP   default 30
+  --pause MS          idle time between scenarios                   BENCH_PAUSE_MS      default 1000
+  --rounds N          repeat the load phase N times, interleaved; report each scenario's median round
+                                                                    BENCH_ROUNDS        default 1
+  --only LIST         run a subset: any of direct,bare,relay-miss,relay-hit (or relay) and/or json,stream
+                                                                    BENCH_ONLY          default all
+  --relay-env K=V     extra environment for the relay, repeatable (e.g. RELAY_CACHE_URL=memory)
+  --relay-cli FILE    the relay's entry point                       BENCH_RELAY_CLI     default dist/cli.js
+  --out FILE          where to write the results                    BENCH_OUT           default bench/results.md
+  --no-write          do not write the results file
+  --strict            exit 1 when a target FAILs (always exit 1 when a scenario had errors)
+  -h, --help          this text
+`;
+
+function parseOptions(argv) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      connections: { type: 'string' },
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      'ttfc-requests': { type: 'string' },
+      'ttfc-warmup': { type: 'string' },
+      pause: { type: 'string' },
+      rounds: { type: 'string' },
+      only: { type: 'string' },
+      'relay-env': { type: 'string', multiple: true },
+      'relay-cli': { type: 'string' },
+      out: { type: 'string' },
+      'no-write': { type: 'boolean' },
+      strict: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(HELP);
+    process.exit(0);
+  }
+  const problems = [];
+  const num = (name, env, dflt, min, integer = true) => {
+    const raw = values[name] ?? process.env[env] ?? String(dflt);
+    const n = Number(raw);
+    if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) {
+      problems.push(`--${name} (${env}) must be ${integer ? 'an integer' : 'a number'} ≥ ${min}, got "${raw}"`);
+    }
+    return n;
+  };
+  const opts = {
+    connections: num('connections', 'BENCH_CONNECTIONS', 50, 1),
+    duration: num('duration', 'BENCH_DURATION', 5, 1),
+    warmup: num('warmup', 'BENCH_WARMUP', 1, 0),
+    ttfcRequests: num('ttfc-requests', 'BENCH_TTFC_REQUESTS', 300, 1),
+    ttfcWarmup: num('ttfc-warmup', 'BENCH_TTFC_WARMUP', 30, 0),
+    pauseMs: num('pause', 'BENCH_PAUSE_MS', 1000, 0),
+    rounds: num('rounds', 'BENCH_ROUNDS', 1, 1),
+    out: path.resolve(values.out ?? process.env.BENCH_OUT ?? path.join(BENCH_DIR, 'results.md')),
+    write: !values['no-write'],
+    strict: Boolean(values.strict),
+    relayEnv: {},
+    relayCli: path.resolve(values['relay-cli'] ?? process.env.BENCH_RELAY_CLI ?? CLI),
+    targets: ['direct', 'bare', 'relay-miss', 'relay-hit'],
+    modes: ['json', 'stream'],
+  };
+  for (const kv of values['relay-env'] ?? []) {
+    const eq = kv.indexOf('=');
+    if (eq <= 0) problems.push(`--relay-env expects KEY=VALUE, got "${kv}"`);
+    else opts.relayEnv[kv.slice(0, eq)] = kv.slice(eq + 1);
+  }
+  const only = (values.only ?? process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  if (only.length > 0) {
+    const targets = new Set();
+    const modes = new Set();
+    for (const t of only) {
+      if (t === 'relay') targets.add('relay-miss').add('relay-hit');
+      else if (opts.targets.includes(t)) targets.add(t);
+      else if (opts.modes.includes(t)) modes.add(t);
+      else problems.push(`--only: unknown "${t}" (known: ${[...opts.targets, 'relay', ...opts.modes].join(', ')})`);
+    }
+    if (targets.size > 0) opts.targets = opts.targets.filter((t) => targets.has(t));
+    if (modes.size > 0) opts.modes = opts.modes.filter((m) => modes.has(m));
+  }
+  if (problems.length > 0) {
+    process.stderr.write(`bench: ${problems.join('\n       ')}\n\n${HELP}`);
+    process.exit(2);
+  }
+  return opts;
+}
+
+// ───────────────────────────── child processes and cleanup ─────────────────────────────
+
+const children = new Set();
+let tempDir;
+let cleaning;
+
+const log = (msg) => process.stderr.write(`[bench] ${msg}\n`);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Spawn a node script; keep the tail of its output; track its exit. */
+function spawnNode(name, args, { env = process.env, ipc = false } = {}) {
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe', ...(ipc ? ['ipc'] : [])],
+  });
+  const proc = { name, child, output: '', exit: undefined };
+  const keep = (chunk) => {
+    proc.output += chunk.toString();
+    if (proc.output.length > 64 * 1024) proc.output = proc.output.slice(-32 * 1024);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  proc.exited = new Promise((resolve) =>
+    child.on('exit', (code, signal) => {
+      proc.exit = { code, signal };
+      children.delete(proc);
+      resolve(proc.exit);
+    }),
+  );
+  child.on('error', (err) => keep(`spawn error: ${err.message}\n`));
+  children.add(proc);
+  return proc;
+}
+
+const tail = (text, lines = 15) => text.trimEnd().split('\n').slice(-lines).join('\n');
+const describeExit = (e) => (e.signal ? `signal ${e.signal}` : `code ${e.code}`);
+
+// What the relay logs (warn and above, pino JSON), grouped by the phase of the run it was logged in.
+let currentPhase = 'start-up';
+const setPhase = (p) => {
+  currentPhase = p;
+};
+const relayLog = new Map();
+const PINO_LEVELS = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
+
+function collectRelayLog(stream) {
+  let buf = '';
+  stream.on('data', (chunk) => {
+    buf += chunk.toString();
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      recordRelayLine(buf.slice(0, i));
+      buf = buf.slice(i + 1);
+    }
+    if (buf.length > 1_000_000) buf = ''; // a runaway line: drop it
+  });
+}
+
+function recordRelayLine(line) {
+  if (!line.trim()) return;
+  let level = 'output';
+  let msg = line.trim().slice(0, 300);
+  try {
+    const j = JSON.parse(line);
+    level = PINO_LEVELS[j.level] ?? String(j.level);
+    msg = String(j.msg ?? '');
+    if (j.err) {
+      const at = String(j.err.stack ?? '').split('\n').find((l) => l.trim().startsWith('at '));
+      msg += ` — ${j.err.type ?? 'Error'}: ${j.err.message}${at ? ` (${at.trim().replaceAll(`file://${ROOT}/`, '').replaceAll(`${ROOT}/`, '')})` : ''}`;
+    }
+    if (j.req?.method) msg += ` — ${j.req.method} ${j.req.url}`;
+    if (j.res?.statusCode) msg += ` → ${j.res.statusCode}`;
+  } catch {
+    /* plain text */
+  }
+  const key = `${currentPhase}\u0000${level}\u0000${msg}`;
+  const entry = relayLog.get(key);
+  if (entry) entry.count++;
+  else if (relayLog.size < 200) relayLog.set(key, { phase: currentPhase, level, msg, count: 1 });
+}
+
+/** Start one of our helper scripts and read the {"port","url"} line it prints. */
+async function startHelper(name, script, args) {
+  const proc = spawnNode(name, [path.join(BENCH_DIR, script), ...args], { ipc: true });
+  proc.url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not print its port within 15 s:\n${tail(proc.output)}`)), 15_000);
+    const onData = () => {
+      const line = proc.output.split('\n').find((l) => l.startsWith('{'));
+      if (!line) return;
+      try {
+        const { url } = JSON.parse(line);
+        clearTimeout(timer);
+        proc.child.stdout.off('data', onData);
+        resolve(url);
+      } catch {
+        /* a partial line: wait for more */
+      }
+    };
+    proc.child.stdout.on('data', onData);
+    void proc.exited.then((e) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited with ${describeExit(e)} before listening:\n${tail(proc.output)}`));
+    });
+  });
+  return proc;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Start the built relay on a free port and wait for /healthz. */
+async function startRelay(cli, upstreamUrl, dataDir, extraEnv) {
+  if (!existsSync(cli)) throw new Error(`${path.relative(ROOT, cli)} is missing: run \`npm run bench\` (it builds first) or \`npm run build\``);
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    // a RELAY_* setting of the caller's shell must not change what is measured
+    if (!k.startsWith('RELAY_') && k !== 'PORT' && k !== 'HOST') env[k] = v;
+  }
+  let lastError;
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const port = await freePort();
+    Object.assign(env, {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      RELAY_UPSTREAM_URL: upstreamUrl,
+      RELAY_DATA_DIR: dataDir,
+      RELAY_LOG_LEVEL: 'warn',
+      ...extraEnv,
+    });
+    const proc = spawnNode('relay', [cli], { env });
+    collectRelayLog(proc.child.stdout);
+    collectRelayLog(proc.child.stderr);
+    proc.url = `http://127.0.0.1:${port}`;
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline && !proc.exit) {
+      try {
+        const res = await request(`${proc.url}/healthz`, { headersTimeout: 1000, bodyTimeout: 1000 });
+        await res.body.dump();
+        if (res.statusCode === 200) return proc;
+      } catch {
+        /* not listening yet */
+      }
+      await sleep(100);
+    }
+    if (!proc.exit) {
+      proc.child.kill('SIGKILL');
+      await proc.exited;
+      throw new Error(`relay did not answer 200 on /healthz within 30 s:\n${tail(proc.output)}`);
+    }
+    lastError = new Error(`relay exited with ${describeExit(proc.exit)} before it was ready:\n${tail(proc.output)}`);
+    if (!/EADDRINUSE/.test(proc.output)) break; // only a lost port race is worth another try
+  }
+  throw lastError;
+}
+
+async function stopChild(proc, graceMs) {
+  if (proc.exit) return;
+  proc.child.kill('SIGTERM');
+  const timer = setTimeout(() => proc.child.kill('SIGKILL'), graceMs);
+  await proc.exited;
+  clearTimeout(timer);
+}
+
+function cleanup() {
+  cleaning ??= (async () => {
+    // the relay first (SIGTERM: it flushes its reports), then the proxy, then the upstream
+    const order = ['relay', 'bare proxy', 'fake upstream'];
+    const procs = [...children].sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
+    for (const p of procs) p.expectedExit = true;
+    for (const p of procs) await stopChild(p, p.name === 'relay' ? 8000 : 3000);
+    if (tempDir) {
+      await rm(tempDir, { recursive: true, force: true, maxRetries: 3 });
+      tempDir = undefined;
+    }
+  })();
+  return cleaning;
+}
+
+// last resort, synchronous: nothing may outlive this process
+process.on('exit', () => {
+  for (const p of children) p.child.kill('SIGKILL');
+  if (tempDir) rmSync(tempDir, { recursive: true, force: true });
+});
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.once(sig, () => {
+    log(`${sig}: stopping the servers`);
+    cleanup().finally(() => process.exit(130));
+  });
+}
+
+// ───────────────────────────── requests and checks ─────────────────────────────
+
+const RUN_ID = Math.random().toString(36).slice(2, 10);
+const HEADERS = { 'content-type': 'application/json', authorization: AUTH };
+
+function chatBody(mode, content) {
+  const body = { model: MODEL, messages: [{ role: 'user', content }] };
+  if (mode === 'stream') body.stream = true;
+  return JSON.stringify(body);
+}
+
+/** A body factory: unique (a counter in the message) or always the same. */
+function bodyFactory(mode, unique, label) {
+  if (!unique) {
+    const fixed = chatBody(mode, `Benchmark ${RUN_ID}: explain in one paragraph why a response cache helps (${mode}).`);
+    return () => fixed;
+  }
+  let n = 0;
+  return () => chatBody(mode, `Benchmark ${RUN_ID} ${label} request #${++n}: explain in one paragraph why a response cache helps (${mode}).`);
+}
+
+/** Full check of one answer; returns a problem description, or null. */
+function checkAnswer(mode, status, text) {
+  if (status !== 200) return `HTTP ${status}: ${summarizeBody(text)}`;
+  if (mode === 'json') {
+    let v;
+    try {
+      v = JSON.parse(text);
+    } catch {
+      return `200 but the body is not JSON: ${summarizeBody(text)}`;
+    }
+    if (v?.object !== 'chat.completion' || typeof v?.choices?.[0]?.message?.content !== 'string') {
+      return `200 but not a chat.completion: ${summarizeBody(text)}`;
+    }
+    return null;
+  }
+  const events = text.split(/\r?\n\r?\n/).map((e) => e.trim()).filter(Boolean);
+  const datas = events.map((e) => e.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n'));
+  if (datas.length < 2) return `200 but not an SSE stream of chunks: ${summarizeBody(text)}`;
+  if (datas[datas.length - 1] !== '[DONE]') return `the stream does not end with data: [DONE]: …${text.slice(-120)}`;
+  for (const d of datas.slice(0, -1)) {
+    try {
+      if (JSON.parse(d).object !== 'chat.completion.chunk') return `an event is not a chat.completion.chunk: ${d.slice(0, 120)}`;
+    } catch {
+      return `an event is not JSON: ${d.slice(0, 120)}`;
+    }
+  }
+  return null;
+}
+
+/** The cheap per-response check used under load (the same for every scenario). */
+function looksRight(mode, body) {
+  return mode === 'json'
+    ? body.charCodeAt(0) === 123 && body.includes('"choices"')
+    : body.startsWith('data:') && body.includes('chat.completion.chunk') && body.trimEnd().endsWith('data: [DONE]');
+}
+
+function summarizeBody(text) {
+  try {
+    const v = JSON.parse(text);
+    const code = v.code ?? v.error?.code ?? v.error?.type;
+    const message = v.message ?? v.error?.message ?? (typeof v.error === 'string' ? v.error : undefined);
+    if (code || message) return [code, message].filter(Boolean).join(': ').slice(0, 240);
+  } catch {
+    /* not JSON */
+  }
+  return JSON.stringify(text.slice(0, 200));
+}
+
+/** One request; the full body as text, and when its first chunk arrived. */
+async function call(dispatcherOrUrl, body) {
+  const t0 = process.hrtime.bigint();
+  const res =
+    typeof dispatcherOrUrl === 'string'
+      ? await request(`${dispatcherOrUrl}${ENDPOINT}`, { method: 'POST', headers: HEADERS, body, headersTimeout: 15_000, bodyTimeout: 15_000 })
+      : await dispatcherOrUrl.request({ method: 'POST', path: ENDPOINT, headers: HEADERS, body, headersTimeout: 15_000, bodyTimeout: 15_000 });
+  let first;
+  let text = '';
+  res.body.setEncoding('utf8');
+  await new Promise((resolve, reject) => {
+    res.body.on('data', (chunk) => {
+      first ??= process.hrtime.bigint();
+      text += chunk;
+    });
+    res.body.on('end', resolve);
+    res.body.on('error', reject);
+  });
+  const cache = res.headers['x-relay-cache'];
+  return {
+    status: res.statusCode,
+    cache: Array.isArray(cache) ? cache.join(',') : cache,
+    text,
+    firstChunkMs: first === undefined ? undefined : Number(first - t0) / 1e6,
+  };
+}
+
+/** Check a request against one scenario's expectations; returns a problem description, or null. */
+function checkCall(sc, r) {
+  const problem = checkAnswer(sc.mode, r.status, r.text);
+  if (problem) return problem;
+  if (sc.expectCache && r.cache !== sc.expectCache) {
+    return `expected x-relay-cache: ${sc.expectCache}, got ${r.cache === undefined ? 'no x-relay-cache header' : `x-relay-cache: ${r.cache}`}`;
+  }
+  return null;
+}
+
+/** Before loading a scenario: a sample must answer 200, a valid body, and the right x-relay-cache. */
+async function preflight(sc) {
+  if (sc.target === 'relay-hit') {
+    // the warm-up call that stores the entry (a MISS on a fresh data dir), then the same body must HIT
+    const warm = await call(sc.url, sc.nextBody());
+    const problem = checkAnswer(sc.mode, warm.status, warm.text);
+    if (problem) return `warm-up call: ${problem}`;
+    let last;
+    const deadline = Date.now() + 3000; // storing may finish just after the answer was sent
+    do {
+      last = await call(sc.url, sc.nextBody());
+      if (last.status === 200 && last.cache === 'HIT') break;
+      await sleep(50);
+    } while (Date.now() < deadline);
+    const p = checkCall(sc, last);
+    if (p) return `after a warm-up call (x-relay-cache: ${warm.cache ?? 'none'}), the same request: ${p}`;
+  }
+  for (let i = 0; i < 3; i++) {
+    const p = checkCall(sc, await call(sc.url, sc.nextBody()));
+    if (p) return p;
+  }
+  return null;
+}
+
+// ───────────────────────────── measurements ─────────────────────────────
+
+const percentile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+
+/** Sequential requests on one keep-alive connection: time from sending to the first body chunk. */
+async function measureFirstChunk(sc, count, warm) {
+  const pool = sc.ttfcPool ?? (sc.ttfcPool = new Pool(new URL(sc.url).origin, { connections: 1, pipelining: 1 }));
+  for (let i = 0; i < count + warm; i++) {
+    let r;
+    try {
+      r = await call(pool, sc.nextBody());
+    } catch (err) {
+      sc.ttfc.errors++;
+      sc.ttfc.firstError ??= `${err.code ?? err.name}: ${err.message}`;
+      continue;
+    }
+    const p = checkCall(sc, r);
+    if (p) {
+      sc.ttfc.errors++;
+      sc.ttfc.firstError ??= p;
+    } else if (i >= warm) {
+      sc.ttfc.samples.push(r.firstChunkMs);
+    }
+  }
+}
+
+/** One autocannon run; the per-response hook counts x-relay-cache values and malformed bodies. */
+async function load(sc, seconds, connections, counters) {
+  const origin = new URL(sc.url).origin;
+  const result = await autocannon({
+    url: origin,
+    connections,
+    duration: seconds,
+    timeout: 10,
+    requests: [
+      {
+        method: 'POST',
+        path: ENDPOINT,
+        headers: { ...HEADERS },
+        setupRequest: (req) => {
+          req.body = sc.nextBody();
+          return req;
+        },
+        onResponse: (status, body, _context, headers) => {
+          if (!counters) return;
+          const v = headers['x-relay-cache'] ?? headers['X-Relay-Cache'] ?? '(none)';
+          counters.cache[v] = (counters.cache[v] ?? 0) + 1;
+          if (status >= 200 && status < 300 && !looksRight(sc.mode, body)) {
+            counters.bad++;
+            counters.firstBad ??= body.slice(0, 160);
+          }
+        },
+      },
+    ],
+  });
+  return result;
+}
+
+/** One round of one scenario: a warm-up run, then the measured run. */
+async function runLoad(sc, opts) {
+  if (opts.warmup > 0) {
+    const w = await load(sc, opts.warmup, opts.connections, null);
+    sc.warmupErrors = (sc.warmupErrors ?? 0) + w.errors + w.non2xx;
+  }
+  const counters = { cache: {}, bad: 0, firstBad: undefined };
+  const r = await load(sc, opts.duration, opts.connections, counters);
+  const round = {
+    reqPerSec: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    responses: r.requests.total,
+    non2xx: r.non2xx,
+    errors: r.errors - r.timeouts,
+    timeouts: r.timeouts,
+    bad: counters.bad,
+    firstBad: counters.firstBad,
+    cache: counters.cache,
+    statusCodes: Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([k, v]) => [k, v.count])),
+  };
+  (sc.rounds ??= []).push(round);
+  sc.load = aggregateRounds(sc);
+  return round;
+}
+
+/** The median round's speed and latency; every round's errors and counts. */
+function aggregateRounds(sc) {
+  const rounds = sc.rounds;
+  const median = [...rounds].sort((a, b) => a.reqPerSec - b.reqPerSec)[Math.floor((rounds.length - 1) / 2)];
+  const sum = (k) => rounds.reduce((n, r) => n + r[k], 0);
+  const merge = (k) => {
+    const out = {};
+    for (const r of rounds) for (const [v, c] of Object.entries(r[k])) out[v] = (out[v] ?? 0) + c;
+    return out;
+  };
+  const cache = merge('cache');
+  return {
+    reqPerSec: median.reqPerSec,
+    p50: median.p50,
+    p99: median.p99,
+    perRound: rounds.map((r) => r.reqPerSec),
+    responses: sum('responses'),
+    non2xx: sum('non2xx'),
+    errors: sum('errors'),
+    timeouts: sum('timeouts'),
+    bad: sum('bad'),
+    firstBad: rounds.find((r) => r.firstBad !== undefined)?.firstBad,
+    cache,
+    cacheMismatches: sc.expectCache ? Object.entries(cache).reduce((n, [v, c]) => (v === sc.expectCache ? n : n + c), 0) : 0,
+    statusCodes: merge('statusCodes'),
+  };
+}
+
+// ───────────────────────────── report ─────────────────────────────
+
+const TARGET_LABEL = { direct: 'direct', bare: 'bare proxy', 'relay-miss': 'relay miss', 'relay-hit': 'relay hit' };
+const MODE_LABEL = { json: 'JSON', stream: 'stream' };
+const fmtInt = (n) => (n === undefined || Number.isNaN(n) ? '—' : Math.round(n).toLocaleString('en-US'));
+const fmtMs = (n, digits = 0) => (n === undefined || Number.isNaN(n) ? '—' : digits === 0 && n < 1 ? '<1' : n.toFixed(digits));
+
+function problemsOf(sc) {
+  const out = [];
+  if (sc.error) out.push(sc.error);
+  if (sc.load) {
+    const l = sc.load;
+    if (l.non2xx) out.push(`${l.non2xx} non-2xx answers (${JSON.stringify(l.statusCodes)})`);
+    if (l.errors) out.push(`${l.errors} connection errors`);
+    if (l.timeouts) out.push(`${l.timeouts} timeouts`);
+    if (l.bad) out.push(`${l.bad} malformed 2xx bodies (first: ${JSON.stringify(l.firstBad)})`);
+    if (l.cacheMismatches) out.push(`${l.cacheMismatches} answers without x-relay-cache: ${sc.expectCache} (${JSON.stringify(l.cache)})`);
+  }
+  if (sc.warmupErrors) out.push(`${sc.warmupErrors} errors/non-2xx during the warm-up`);
+  if (sc.ttfc && sc.ttfc.errors) out.push(`first-chunk run: ${sc.ttfc.errors} failed requests (first: ${sc.ttfc.firstError})`);
+  return out;
+}
+
+const valid = (sc) => sc !== undefined && sc.load !== undefined && problemsOf(sc).length === 0;
+const ttfcP = (sc, q) => (sc?.ttfc && sc.ttfc.samples.length > 0 ? percentile(sc.ttfc.sorted, q) : undefined);
+
+function buildReport(scenarios, opts, meta) {
+  const find = (target, mode) => scenarios.find((s) => s.target === target && s.mode === mode);
+  const lines = [];
+  lines.push('| scenario | req/s | p50 ms | p99 ms | first chunk p50 ms | first chunk p99 ms | responses | errors |');
+  lines.push('|---|--:|--:|--:|--:|--:|--:|---|');
+  for (const sc of scenarios) {
+    const l = sc.load;
+    const problems = problemsOf(sc);
+    const errCell = sc.error
+      ? `**not measured**: ${sc.error.split('\n')[0].slice(0, 160)}`
+      : problems.length > 0
+        ? `**${problems.length} problem${problems.length > 1 ? 's' : ''}** (see below)`
+        : '0';
+    lines.push(
+      `| ${sc.name} | ${fmtInt(l?.reqPerSec)} | ${fmtMs(l?.p50)} | ${fmtMs(l?.p99)} | ${sc.mode === 'stream' ? fmtMs(ttfcP(sc, 0.5), 3) : '—'} | ${sc.mode === 'stream' ? fmtMs(ttfcP(sc, 0.99), 3) : '—'} | ${fmtInt(l?.responses)} | ${errCell} |`,
+    );
+  }
+
+  const checks = [];
+  const ratioCheck = (label, num, den, threshold) => {
+    if (!num || !den) return; // not selected with --only
+    let value = '—';
+    let verdict;
+    if (!valid(num) || !valid(den)) {
+      const bad = [num, den].filter((s) => !valid(s)).map((s) => s.name);
+      verdict = `FAIL (no clean measurement of ${bad.join(', ')})`;
+    } else {
+      const ratio = num.load.reqPerSec / den.load.reqPerSec;
+      value = `${ratio.toFixed(2)}×`;
+      verdict = ratio >= threshold ? 'PASS' : 'FAIL';
+    }
+    checks.push({ label, value, target: `≥ ${threshold.toFixed(2)}×`, verdict });
+  };
+  for (const mode of ['json', 'stream']) {
+    ratioCheck(`relay miss ÷ bare proxy req/s (${MODE_LABEL[mode]})`, find('relay-miss', mode), find('bare', mode), 1.0);
+  }
+  for (const mode of ['json', 'stream']) {
+    ratioCheck(`relay hit ÷ bare proxy req/s (${MODE_LABEL[mode]})`, find('relay-hit', mode), find('bare', mode), 3.0);
+  }
+  const miss = find('relay-miss', 'stream');
+  const direct = find('direct', 'stream');
+  if (miss && direct) {
+    const ok = (s) => s.ttfc && s.ttfc.samples.length > 0 && problemsOf(s).length === 0;
+    if (!ok(miss) || !ok(direct)) {
+      const bad = [miss, direct].filter((s) => !ok(s)).map((s) => s.name);
+      checks.push({ label: 'relay miss first chunk p50 − direct first chunk p50 (stream)', value: '—', target: '≤ 1.000 ms', verdict: `FAIL (no clean measurement of ${bad.join(', ')})` });
+    } else {
+      const d = ttfcP(miss, 0.5) - ttfcP(direct, 0.5);
+      checks.push({ label: 'relay miss first chunk p50 − direct first chunk p50 (stream)', value: `${d >= 0 ? '+' : ''}${d.toFixed(3)} ms`, target: '≤ 1.000 ms', verdict: d <= 1 ? 'PASS' : 'FAIL' });
+    }
+  }
+  const targetLines = [];
+  if (checks.length > 0) {
+    targetLines.push('| target | measured | required | result |', '|---|--:|--:|---|');
+    for (const c of checks) targetLines.push(`| ${c.label} | ${c.value} | ${c.target} | ${c.verdict} |`);
+  } else {
+    targetLines.push('(none of the targets applies to the scenarios selected with --only)');
+  }
+
+  // for reading the targets: what the baseline costs
+  const info = [];
+  for (const mode of ['json', 'stream']) {
+    const b = find('bare', mode);
+    const d = find('direct', mode);
+    if (valid(b) && valid(d)) info.push(`bare proxy ÷ direct req/s (${MODE_LABEL[mode]}): ${(b.load.reqPerSec / d.load.reqPerSec).toFixed(2)}×`);
+  }
+  const bareS = find('bare', 'stream');
+  const hitS = find('relay-hit', 'stream');
+  if (direct && bareS && ttfcP(direct, 0.5) !== undefined && ttfcP(bareS, 0.5) !== undefined) {
+    info.push(`bare proxy first chunk p50 − direct (stream): ${(ttfcP(bareS, 0.5) - ttfcP(direct, 0.5)).toFixed(3)} ms`);
+  }
+  if (direct && hitS && ttfcP(direct, 0.5) !== undefined && ttfcP(hitS, 0.5) !== undefined) {
+    info.push(`relay hit first chunk p50 − direct (stream): ${(ttfcP(hitS, 0.5) - ttfcP(direct, 0.5)).toFixed(3)} ms`);
+  }
+  if (opts.rounds > 1) {
+    for (const sc of scenarios) {
+      if (sc.load) info.push(`${sc.name}: req/s per round ${sc.load.perRound.map(fmtInt).join(', ')} (the table shows the median round)`);
+    }
+  }
+  for (const sc of scenarios) {
+    if (sc.load && sc.expectCache) {
+      const counts = Object.entries(sc.load.cache).map(([v, c]) => `${v}×${c}`).join(', ');
+      info.push(`${sc.name}: x-relay-cache under load: ${counts || '(no answers)'}`);
+    }
+  }
+
+  const problemLines = [];
+  for (const sc of scenarios) {
+    for (const p of problemsOf(sc)) problemLines.push(`- **${sc.name}**: ${p.replace(/\n/g, '\n  ')}`);
+  }
+  for (const w of meta.warnings) problemLines.push(`- ${w.replace(/\n/g, '\n  ')}`);
+  info.push(...meta.notes);
+
+  const logLines = [];
+  if (relayLog.size > 0) {
+    logLines.push(
+      'What the relay logged at warn level and above (RELAY_LOG_LEVEL=warn), by the phase of the run in which the line ' +
+        'arrived (approximate: logging is asynchronous).',
+      '',
+      '| during | level | message | count |',
+      '|---|---|---|--:|',
+    );
+    for (const e of relayLog.values()) {
+      logLines.push(`| ${e.phase} | ${e.level} | ${e.msg.replaceAll('|', '\\|').slice(0, 400)} | ${e.count} |`);
+    }
+  } else if (scenarios.some((sc) => sc.target.startsWith('relay') && sc.load)) {
+    logLines.push('Nothing at warn level or above.');
+  }
+
+  const settings =
+    `${opts.connections} connections, ${opts.duration} s measured after ${opts.warmup} s warm-up per scenario; ` +
+    `first chunk: ${opts.ttfcRequests} sequential requests on one keep-alive connection after ${opts.ttfcWarmup} warm-up requests` +
+    (opts.rounds > 1 ? `; ${opts.rounds} interleaved load rounds, median shown` : '');
+  const relayEnv = Object.keys(opts.relayEnv).length
+    ? `, extra relay env ${Object.entries(opts.relayEnv).map(([k, v]) => `${k}=${v}`).join(' ')}`
+    : '';
+
+  const body = [
+    '## Throughput and latency',
+    '',
+    ...lines,
+    '',
+    'req/s: mean of the per-second samples; p50/p99: autocannon latency of 2xx answers (whole ms); first chunk: ' +
+      'time from sending a streamed request to its first body chunk (undici, sequential).',
+    '',
+    '## Targets',
+    '',
+    ...targetLines,
+    '',
+    ...(info.length ? ['## Notes', '', ...info.map((i) => `- ${i}`), ''] : []),
+    '## Errors',
+    '',
+    ...(problemLines.length ? problemLines : ['None: every answer was a 200 with a well-formed body and the expected `x-relay-cache`.']),
+    '',
+    ...(logLines.length ? ['## Relay log', '', ...logLines, ''] : []),
+  ].join('\n');
+
+  const header = [
+    '# llm-relay benchmark results',
+    '',
+    `- date: ${meta.date}`,
+    `- node: ${process.version} (${process.platform} ${process.arch})`,
+    `- CPU: ${meta.cpu}`,
+    `- relay: ${meta.commit}; cache ${opts.relayEnv.RELAY_CACHE_URL ?? 'sqlite'}, reports ${opts.relayEnv.RELAY_REPORTS_URL ?? 'sqlite'}${relayEnv}`,
+    `- load average before the run: ${meta.loadavg}`,
+    `- settings: ${settings}`,
+    '- everything on one machine over loopback: autocannon, the fake upstream, the bare proxy and the relay share the CPU',
+    '',
+  ].join('\n');
+
+  return { markdown: `${header}\n${body}`, checks, body };
+}
+
+/** dist/ is rebuilt as a whole by tsc: a source file newer than the entry point means a stale build. */
+function staleBuild(cli) {
+  if (cli !== CLI || !existsSync(CLI)) return undefined;
+  const built = statSync(CLI).mtimeMs;
+  const newer = [];
+  const walk = (dir) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.ts') && statSync(p).mtimeMs > built) newer.push(path.relative(ROOT, p));
+    }
+  };
+  try {
+    walk(path.join(ROOT, 'src'));
+  } catch {
+    return undefined;
+  }
+  return newer.length
+    ? `dist/ may be stale: ${newer.length} file(s) in src/ changed after the last build (${newer.slice(0, 3).join(', ')}${newer.length > 3 ? ', …' : ''}); \`npm run bench\` builds first`
+    : undefined;
+}
+
+function gitDescribe() {
+  try {
+    const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return `commit ${sha}${dirty ? ' (with uncommitted changes)' : ''}`;
+  } catch {
+    return 'commit unknown (not a git checkout)';
+  }
+}
+
+// ───────────────────────────── main ─────────────────────────────
+
+async function main() {
+  const opts = parseOptions(process.argv.slice(2));
+  const cpus = os.cpus();
+  const meta = {
+    date: new Date().toISOString(),
+    cpu: `${cpus[0]?.model?.trim() ?? 'unknown'} × ${cpus.length}`,
+    commit: gitDescribe(),
+    warnings: [],
+    notes: [],
+    loadavg: os.loadavg().map((n) => n.toFixed(2)).join(', '),
+  };
+  const wantRelay = opts.targets.some((t) => t.startsWith('relay'));
+  if (wantRelay) {
+    const stale = staleBuild(opts.relayCli);
+    if (stale) {
+      meta.warnings.push(stale);
+      log(stale);
+    }
+  }
+
+  log(`starting the fake upstream${opts.targets.includes('bare') ? ', the bare proxy' : ''}${wantRelay ? ' and the relay' : ''}`);
+  const upstream = await startHelper('fake upstream', 'fake-upstream.mjs', []);
+  const urls = { direct: upstream.url };
+  const procs = { direct: [upstream] };
+  let bareError;
+  if (opts.targets.includes('bare')) {
+    try {
+      const bare = await startHelper('bare proxy', 'bare-proxy.mjs', ['--upstream', upstream.url]);
+      urls.bare = bare.url;
+      procs.bare = [bare, upstream];
+    } catch (err) {
+      bareError = `the bare proxy did not start: ${err.message}`;
+    }
+  }
+  let relayError;
+  let relay;
+  if (wantRelay) {
+    tempDir = await mkdtemp(path.join(os.tmpdir(), 'llm-relay-bench-'));
+    try {
+      relay = await startRelay(opts.relayCli, upstream.url, tempDir, opts.relayEnv);
+      urls['relay-miss'] = urls['relay-hit'] = relay.url;
+      procs['relay-miss'] = procs['relay-hit'] = [relay, upstream];
+    } catch (err) {
+      relayError = `the relay did not start: ${err.message}`;
+    }
+  }
+
+  const scenarios = [];
+  for (const mode of opts.modes) {
+    for (const target of opts.targets) {
+      scenarios.push({
+        name: `${TARGET_LABEL[target]} · ${MODE_LABEL[mode]}`,
+        target,
+        mode,
+        url: urls[target],
+        procs: procs[target] ?? [],
+        expectCache: target === 'relay-miss' ? 'MISS' : target === 'relay-hit' ? 'HIT' : undefined,
+        nextBody: bodyFactory(mode, target !== 'relay-hit', target),
+        error: target === 'bare' ? bareError : target.startsWith('relay') ? relayError : undefined,
+        ttfc: mode === 'stream' ? { samples: [], errors: 0, firstError: undefined } : undefined,
+      });
+    }
+  }
+  const deadProcess = (sc) => {
+    const dead = sc.procs.find((p) => p.exit);
+    return dead ? `${dead.name} exited with ${describeExit(dead.exit)} during the run:\n${tail(dead.output)}` : undefined;
+  };
+
+  // 1. a sample of every scenario must be right before anything is measured
+  for (const sc of scenarios) {
+    if (sc.error) continue;
+    setPhase(`check ${sc.name}`);
+    try {
+      const p = await preflight(sc);
+      if (p) sc.error = `sample request before loading: ${p}`;
+    } catch (err) {
+      sc.error = deadProcess(sc) ?? `sample request before loading failed: ${err.code ?? err.name}: ${err.message}`;
+    }
+    log(`check ${sc.name}: ${sc.error ? `FAILED — ${sc.error.split('\n')[0]}` : 'ok'}`);
+  }
+
+  // 2. first chunk of the streamed answers, while the machine is otherwise idle; interleaved in rounds
+  const streamed = scenarios.filter((s) => s.ttfc && !s.error);
+  if (streamed.length > 0) {
+    log(`first chunk: ${opts.ttfcRequests} sequential requests per streamed scenario`);
+    const rounds = Math.min(3, opts.ttfcRequests);
+    for (let round = 0; round < rounds; round++) {
+      const count = Math.floor(opts.ttfcRequests / rounds) + (round < opts.ttfcRequests % rounds ? 1 : 0);
+      for (const sc of streamed) {
+        setPhase(`first chunk ${sc.name}`);
+        try {
+          await measureFirstChunk(sc, count, round === 0 ? opts.ttfcWarmup : 0);
+        } catch (err) {
+          sc.ttfc.errors++;
+          sc.ttfc.firstError ??= deadProcess(sc) ?? err.message;
+        }
+      }
+    }
+    for (const sc of streamed) {
+      sc.ttfc.sorted = [...sc.ttfc.samples].sort((a, b) => a - b);
+      await sc.ttfcPool?.close().catch(() => {});
+    }
+  }
+
+  // 3. throughput under load; with --rounds, the scenarios take turns
+  for (let round = 1; round <= opts.rounds; round++) {
+    for (const sc of scenarios) {
+      if (sc.error) continue;
+      const dead = deadProcess(sc);
+      if (dead) {
+        sc.error = dead;
+        continue;
+      }
+      await sleep(opts.pauseMs);
+      const of = opts.rounds > 1 ? ` (round ${round}/${opts.rounds})` : '';
+      log(`load ${sc.name}${of}: ${opts.connections} connections, ${opts.warmup} s warm-up + ${opts.duration} s`);
+      setPhase(`load ${sc.name}`);
+      try {
+        const r = await runLoad(sc, opts);
+        log(`  ${fmtInt(r.reqPerSec)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${r.non2xx + r.errors + r.timeouts + r.bad} errors`);
+      } catch (err) {
+        sc.error = `autocannon failed: ${err.message}`;
+      }
+      sc.error ??= deadProcess(sc);
+    }
+  }
+  setPhase('end of the run');
+
+  // stop the relay now, so its shutdown (SIGTERM: drain, flush reports, exit 0) is part of the report
+  if (relay && !relay.exit) {
+    setPhase('shutdown (SIGTERM)');
+    relay.expectedExit = true;
+    const t0 = Date.now();
+    await stopChild(relay, 8000);
+    const ms = Date.now() - t0;
+    if (relay.exit.code !== 0) {
+      meta.warnings.push(`the relay did not shut down cleanly on SIGTERM: it exited with ${describeExit(relay.exit)} after ${ms} ms${relay.exit.signal === 'SIGKILL' ? ' (killed after 8 s)' : ''}`);
+    } else {
+      meta.notes.push(`the relay shut down on SIGTERM with exit code 0 in ${ms} ms`);
+    }
+  }
+
+  const report = buildReport(scenarios, opts, meta);
+  process.stdout.write(`\n${report.markdown}\n`);
+  if (opts.write) {
+    await writeFile(opts.out, report.markdown);
+    log(`results written to ${path.relative(process.cwd(), opts.out) || opts.out}`);
+  }
+  const anyProblem = scenarios.some((s) => problemsOf(s).length > 0);
+  const anyFail = report.checks.some((c) => c.verdict !== 'PASS');
+  if (anyProblem) log('some scenarios were not measured cleanly: see "Errors"');
+  return anyProblem || (opts.strict && anyFail) ? 1 : 0;
+}
+
+let code = 1;
+try {
+  code = await main();
+} catch (err) {
+  log(`failed: ${err.stack ?? err}`);
+  code = 1;
+} finally {
+  await cleanup();
+}
+process.exit(code);

@@ -1,0 +1,94 @@
+// GET /api/cache/v1/export and POST /api/cache/v1/import: every cache entry as NDJSON (the format is
+// documented in core/cache-transfer.ts), straight from and to the cache store. Registered inside the /api
+// scope; this plugin's own encapsulated scope takes application/x-ndjson bodies only.
+import { Readable } from 'node:stream';
+import type { FastifyPluginAsync } from 'fastify';
+import { Type } from 'typebox';
+import { NDJSON_CONTENT_TYPE, exportEntries, importEntries, splitNdjson } from '../core/cache-transfer.js';
+import { RELAY_ERR_CACHE_UNAVAILABLE, RELAY_ERR_UNSUPPORTED_MEDIA_TYPE, StoreUnavailableError } from '../errors.js';
+import type { CacheStore } from '../storage/cache-store.js';
+import { ErrorBody } from './schemas.js';
+
+export interface CacheTransferRoutesOptions {
+  store: CacheStore;
+}
+
+const ImportReply = Type.Object({
+  imported: Type.Integer({ description: 'entries written to the cache store' }),
+  skipped: Type.Integer({ description: 'valid entries left out because they had expired' }),
+});
+
+const LINE_FORMAT =
+  'One JSON object per line: {"key": "<namespace>:<sha256 hex>", "createdAt": <epoch ms>, "expiresAt": <epoch ms>, "value": <cached response object>}.';
+
+/** A store failure is the same 503 the rest of /api/cache answers with. */
+function storeError(err: unknown): unknown {
+  return err instanceof StoreUnavailableError ? new RELAY_ERR_CACHE_UNAVAILABLE(err.message, { cause: err }) : err;
+}
+
+export const cacheTransferRoutes: FastifyPluginAsync<CacheTransferRoutesOptions> = async (app, { store }) => {
+  // This scope's parsers replace the inherited application/json one: NDJSON is read as one string (so the
+  // app's bodyLimit applies, a 413 above it), and anything else is a 415 that names the right type.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(NDJSON_CONTENT_TYPE, { parseAs: 'string' }, (_request, body, done) => {
+    done(null, body);
+  });
+  app.addContentTypeParser('*', (request, _payload, done) => {
+    const err = new RELAY_ERR_UNSUPPORTED_MEDIA_TYPE(String(request.headers['content-type']));
+    err.message = `Unsupported content type ${String(request.headers['content-type'])}: this endpoint takes ${NDJSON_CONTENT_TYPE}`;
+    done(err, undefined);
+  });
+
+  app.get(
+    '/api/cache/v1/export',
+    {
+      schema: {
+        tags: ['Cache'],
+        summary: 'Export every live cache entry as NDJSON',
+        description: `${LINE_FORMAT} Expired entries are left out. The answer is streamed.`,
+        produces: [NDJSON_CONTENT_TYPE],
+        response: { 200: Type.String({ description: `${NDJSON_CONTENT_TYPE}, one entry per line` }), 503: ErrorBody },
+      },
+    },
+    async (_request, reply) => {
+      const lines = exportEntries(store)[Symbol.asyncIterator]();
+      // The first entry is read before the answer starts, so a store that is down is a 503 with a JSON
+      // body; a failure later can only cut the stream (like any streamed answer).
+      let first: IteratorResult<string>;
+      try {
+        first = await lines.next();
+      } catch (err) {
+        throw storeError(err);
+      }
+      async function* body(): AsyncIterable<string> {
+        if (first.done) return;
+        yield `${first.value}\n`;
+        for (let next = await lines.next(); !next.done; next = await lines.next()) yield `${next.value}\n`;
+      }
+      return reply.type(NDJSON_CONTENT_TYPE).send(Readable.from(body(), { objectMode: false }));
+    },
+  );
+
+  app.post(
+    '/api/cache/v1/import',
+    {
+      schema: {
+        tags: ['Cache'],
+        summary: 'Import cache entries from NDJSON',
+        description:
+          `${LINE_FORMAT} All or nothing: every line is validated before any is written; a bad line is a 400 ` +
+          'naming it ("line N: …"). Expired entries are skipped. Entries replace those with the same key.',
+        consumes: [NDJSON_CONTENT_TYPE],
+        response: { 200: ImportReply, 400: ErrorBody, 413: ErrorBody, 415: ErrorBody, 503: ErrorBody },
+      },
+    },
+    async (request) => {
+      const text = typeof request.body === 'string' ? request.body : '';
+      try {
+        return await importEntries(store, splitNdjson(text));
+      } catch (err) {
+        throw storeError(err);
+      }
+    },
+  );
+};

@@ -1,0 +1,116 @@
+// The writer's promises: group commit, the outbox when the store fails, in-order delivery when it is back,
+// and nothing stored twice.
+import { afterEach, describe, expect, it } from 'vitest';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createReportWriter } from '../../../src/core/report-writer.js';
+import { StoreUnavailableError } from '../../../src/errors.js';
+import { openOutboxFile } from '../../../src/storage/outbox-file.js';
+import type { ReportStore, StoredReport } from '../../../src/storage/report-store.js';
+import { tempDir } from '../../helpers/relay.js';
+
+function report(i: number): StoredReport {
+  return {
+    id: `r-${String(i).padStart(5, '0')}`,
+    receivedAt: '2024-01-01T00:00:00.000Z',
+    request: { timestamp: '2024-01-01T00:00:00.000Z', body: { i } },
+    response: { timestamp: '2024-01-01T00:00:00.000Z' },
+    durationMs: 0,
+    status: 200,
+    model: null,
+    provider: null,
+    usage: null,
+    costUsd: null,
+    requestBytes: 0,
+    responseBytes: 0,
+  };
+}
+
+/** A store in memory that can be switched off; insert is idempotent by id, like the real ones. */
+function flakyStore() {
+  const rows = new Map<string, StoredReport>();
+  const order: string[] = [];
+  const batches: number[] = [];
+  let up = true;
+  const store = {
+    kind: 'test',
+    async insertMany(reports: StoredReport[]) {
+      await new Promise((r) => setTimeout(r, 1));
+      if (!up) throw new StoreUnavailableError('reports', 'down');
+      batches.push(reports.length);
+      for (const r of reports)
+        if (!rows.has(r.id)) {
+          rows.set(r.id, r);
+          order.push(r.id);
+        }
+    },
+  } as unknown as ReportStore;
+  return { store, rows, order, batches, setUp: (v: boolean) => (up = v) };
+}
+
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+});
+
+describe('report writer', () => {
+  it('group-commits concurrent writes', async () => {
+    const s = flakyStore();
+    const w = createReportWriter({ store: s.store, flushMs: 5, batchMax: 100, retryMs: 10 });
+    await Promise.all(Array.from({ length: 250 }, (_, i) => w.write(report(i))));
+    expect(s.rows.size).toBe(250);
+    expect(s.batches.length).toBeLessThanOrEqual(5);
+    expect(w.written).toBe(250);
+  });
+
+  it('without an outbox, a store failure rejects the writes and counts them dropped', async () => {
+    const s = flakyStore();
+    s.setUp(false);
+    const w = createReportWriter({ store: s.store, flushMs: 1, batchMax: 10, retryMs: 10 });
+    await expect(w.write(report(1))).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(w.dropped).toBe(1);
+  });
+
+  it('goes to the outbox while the store is down and delivers in order, exactly once, when it is back', async () => {
+    const dir = await tempDir();
+    dirs.push(dir);
+    const s = flakyStore();
+    const outbox = await openOutboxFile(join(dir, 'outbox.ndjson'));
+    const w = createReportWriter({ store: s.store, outbox, flushMs: 1, batchMax: 7, retryMs: 20 });
+    await Promise.all(Array.from({ length: 10 }, (_, i) => w.write(report(i))));
+    s.setUp(false);
+    await Promise.all(Array.from({ length: 40 }, (_, i) => w.write(report(10 + i)))); // acknowledged: durable in the outbox
+    expect(w.outboxDepth).toBe(40);
+    expect(w.dropped).toBe(0);
+    await new Promise((r) => setTimeout(r, 60));
+    s.setUp(true);
+    await Promise.all(Array.from({ length: 10 }, (_, i) => w.write(report(50 + i)))); // behind the outbox
+    for (let i = 0; i < 100 && w.outboxDepth > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(w.outboxDepth).toBe(0);
+    expect(s.order).toEqual(Array.from({ length: 60 }, (_, i) => report(i).id));
+    expect(w.written).toBe(60);
+    await w.close();
+    await outbox.close();
+  });
+
+  it('delivers what an earlier run left in the outbox, cutting a torn last line', async () => {
+    const dir = await tempDir();
+    dirs.push(dir);
+    const path = join(dir, 'outbox.ndjson');
+    const first = await openOutboxFile(path);
+    await first.append([report(1), report(2), report(3)]);
+    await first.close();
+    const { appendFile } = await import('node:fs/promises');
+    await appendFile(path, '{"id":"torn'); // a crash mid-append: never acknowledged
+    const s = flakyStore();
+    const outbox = await openOutboxFile(path);
+    expect(outbox.depth).toBe(3);
+    const w = createReportWriter({ store: s.store, outbox, flushMs: 1, batchMax: 2, retryMs: 10 });
+    for (let i = 0; i < 100 && w.outboxDepth > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(s.order).toEqual([report(1).id, report(2).id, report(3).id]);
+    await w.close();
+    await outbox.close();
+    const { readFile } = await import('node:fs/promises');
+    expect(await readFile(path, 'utf8')).toBe('');
+  });
+});
