@@ -125,8 +125,8 @@ export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
         });
         continue;
       }
-      await outbox.ack(batch.length);
       written += batch.length;
+      await outbox.ack(batch.length);
       opts.onDelivered?.(batch.length);
     }
   }

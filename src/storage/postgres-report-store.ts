@@ -232,12 +232,39 @@ async function prepareSchema(client: pg.PoolClient, schema: string, table: strin
       await client.query(`CREATE INDEX reports_request_ms_id ON ${table} (request_ms DESC, id DESC)`);
       await client.query(`CREATE INDEX reports_environment ON ${table} (environment)`);
       await client.query(`CREATE INDEX reports_model ON ${table} (model)`);
+    } else {
+      await addMissingColumns(client, schema, table);
     }
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});
     throw err;
   }
+}
+
+/**
+ * Columns added after the first release of the table, with how to fill them from `data` for rows written
+ * before. A table from an older relay gains them at start-up (only when missing, so a role without ALTER
+ * rights still works with an up-to-date table).
+ */
+const ADDED_COLUMNS: ReadonlyArray<[name: string, type: string, backfill: string]> = [
+  ['duration_ms', 'DOUBLE PRECISION', "(data->>'durationMs')::double precision"],
+  ['input_tokens', 'BIGINT NOT NULL DEFAULT 0', "COALESCE((data->'usage'->>'inputTokens')::numeric::bigint, 0)"],
+  ['output_tokens', 'BIGINT NOT NULL DEFAULT 0', "COALESCE((data->'usage'->>'outputTokens')::numeric::bigint, 0)"],
+  ['cost_usd', 'DOUBLE PRECISION', "(data->>'costUsd')::double precision"],
+  ['cost_saved_usd', 'DOUBLE PRECISION', "(data->>'costSavedUsd')::double precision"],
+];
+
+async function addMissingColumns(client: pg.PoolClient, schema: string, table: string): Promise<void> {
+  const present = await client.query<{ column_name: string }>(
+    "SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'reports'",
+    [schema],
+  );
+  const have = new Set(present.rows.map((r) => r.column_name));
+  const missing = ADDED_COLUMNS.filter(([name]) => !have.has(name));
+  for (const [name, type] of missing) await client.query(`ALTER TABLE ${table} ADD COLUMN ${name} ${type}`);
+  if (missing.length > 0)
+    await client.query(`UPDATE ${table} SET ${missing.map(([name, , fill]) => `${name} = ${fill}`).join(', ')}`);
 }
 
 /** host:port for messages, and a scrubber that keeps the password out of every message. */

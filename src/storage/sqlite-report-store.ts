@@ -4,6 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../errors.js';
+import { createSqliteWriter } from './sqlite-writer.js';
 import { buildListSql, pageFromRows, reportColumns } from './report-filters.js';
 import { type StatsDialect, type StatsRow, buildStatsSql, statsResult } from './report-stats-sql.js';
 import type { ReportStore, StoredReport } from './report-store.js';
@@ -36,6 +37,25 @@ const SCHEMA = `
   CREATE INDEX IF NOT EXISTS reports_environment ON reports (environment);
   CREATE INDEX IF NOT EXISTS reports_model ON reports (model);
 `;
+
+/** Columns added after the table's first release, and how rows written before are filled (see postgres). */
+const ADDED_COLUMNS: ReadonlyArray<[name: string, type: string, backfill: string]> = [
+  ['duration_ms', 'REAL', "json_extract(data, '$.durationMs')"],
+  ['input_tokens', 'INTEGER NOT NULL DEFAULT 0', "COALESCE(CAST(json_extract(data, '$.usage.inputTokens') AS INTEGER), 0)"],
+  ['output_tokens', 'INTEGER NOT NULL DEFAULT 0', "COALESCE(CAST(json_extract(data, '$.usage.outputTokens') AS INTEGER), 0)"],
+  ['cost_usd', 'REAL', "json_extract(data, '$.costUsd')"],
+  ['cost_saved_usd', 'REAL', "json_extract(data, '$.costSavedUsd')"],
+];
+
+function addMissingColumns(db: Database.Database): void {
+  const have = new Set((db.pragma('table_info(reports)') as { name: string }[]).map((c) => c.name));
+  const missing = ADDED_COLUMNS.filter(([name]) => !have.has(name));
+  if (missing.length === 0) return;
+  db.transaction(() => {
+    for (const [name, type] of missing) db.exec(`ALTER TABLE reports ADD COLUMN ${name} ${type}`);
+    db.exec(`UPDATE reports SET ${missing.map(([name, , fill]) => `${name} = ${fill}`).join(', ')}`);
+  })();
+}
 
 const dialect: StatsDialect = {
   placeholder: () => '?',
@@ -77,47 +97,52 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
     db.pragma('synchronous = FULL');
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     db.exec(SCHEMA);
+    addMissingColumns(db);
   } catch (err) {
     throw failure(`open ${opts.file}`, err);
   }
 
-  const insert = db.prepare(
-    `INSERT INTO reports (id, request_ms, environment, prompt_id, client, model, status, cache_hit,
+  // Inserts go through a worker thread (their fsync must not block requests); reads stay here (WAL lets
+  // this connection read while the writer commits).
+  const writer = createSqliteWriter({
+    file: opts.file,
+    busyTimeoutMs: BUSY_TIMEOUT_MS,
+    insertSql: `INSERT INTO reports (id, request_ms, environment, prompt_id, client, model, status, cache_hit,
                           duration_ms, input_tokens, output_tokens, cost_usd, cost_saved_usd, data)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
-  );
+  });
   const selectOne = db.prepare<[string], { data: string }>('SELECT data FROM reports WHERE id = ?');
   const countAll = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM reports');
   const selectOk = db.prepare('SELECT 1');
-  const insertBatch = db.transaction((reports: StoredReport[]) => {
-    for (const report of reports) {
-      const c = reportColumns(report);
-      insert.run(
-        c.id,
-        c.requestMs,
-        c.environment,
-        c.promptId,
-        c.client,
-        c.model,
-        c.status,
-        c.cacheHit === null ? null : c.cacheHit ? 1 : 0,
-        c.durationMs,
-        c.inputTokens,
-        c.outputTokens,
-        c.costUsd,
-        c.costSavedUsd,
-        JSON.stringify(report),
-      );
-    }
-  });
+  function row(report: StoredReport): unknown[] {
+    const c = reportColumns(report);
+    return [
+      c.id,
+      c.requestMs,
+      c.environment,
+      c.promptId,
+      c.client,
+      c.model,
+      c.status,
+      c.cacheHit === null ? null : c.cacheHit ? 1 : 0,
+      c.durationMs,
+      c.inputTokens,
+      c.outputTokens,
+      c.costUsd,
+      c.costSavedUsd,
+      JSON.stringify(report),
+    ];
+  }
+  let closed = false;
 
   return {
     kind: 'sqlite',
 
     async insertMany(reports) {
       if (reports.length === 0) return;
+      if (closed) throw failure('insert reports', new Error('the store is closed'));
       try {
-        insertBatch(reports);
+        await writer.insert(reports.map(row));
       } catch (err) {
         throw failure('insert reports', err);
       }
@@ -185,6 +210,9 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
     },
 
     async close() {
+      if (closed) return;
+      closed = true;
+      await writer.close();
       if (db.open) db.close();
     },
   };

@@ -44,7 +44,8 @@ describe('access tokens', () => {
   });
 
   it.each(routes)('%s %s: 401 without a token or with a wrong one', async (method, path, body) => {
-    for (const headers of [{}, { 'x-relay-token': 'wrong' }, { authorization: 'Bearer wrong' }, { 'x-relay-token': `${TOKEN}x` }]) {
+    const attempts: Record<string, string>[] = [{}, { 'x-relay-token': 'wrong' }, { authorization: 'Bearer wrong' }, { 'x-relay-token': `${TOKEN}x` }];
+    for (const headers of attempts) {
       const res = await call(method, path, body, headers);
       expect(res.status).toBe(401);
       expect(res.body).toEqual(UNAUTHORIZED);
@@ -52,7 +53,7 @@ describe('access tokens', () => {
   });
 
   it.each(routes)('%s %s: passes with a valid token', async (method, path, body) => {
-    const headers = path.startsWith('/api/') ? { authorization: `Bearer ${TOKEN}` } : { 'x-relay-token': 'second-token' };
+    const headers: Record<string, string> = path.startsWith('/api/') ? { authorization: `Bearer ${TOKEN}` } : { 'x-relay-token': 'second-token' };
     const res = await call(method, path, body, headers);
     expect(res.status).not.toBe(401);
   });
