@@ -22,6 +22,7 @@ COPY --from=build --chown=node:node /app/package.json ./
 COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
 COPY --chown=node:node config ./config
+COPY --chown=node:node dashboard ./dashboard
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]

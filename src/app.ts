@@ -18,6 +18,7 @@ import { installErrorHandling } from './http/error-handler.js';
 import { useStrictJsonBodies } from './http/json-body.js';
 import { createMetrics } from './http/metrics.js';
 import { opsRoutes } from './http/ops-routes.js';
+import { dashboardRoutes } from './http/dashboard-routes.js';
 import { proxyRoutes } from './http/proxy-routes.js';
 import { reportingRoutes } from './http/reporting-routes.js';
 import { createExchange } from './core/exchange.js';
@@ -61,6 +62,11 @@ const REDACT = [
   'res.headers["set-cookie"]',
 ];
 
+/** fastify's request log line, with a `token=` query value (the dashboard's) blanked out. */
+function requestForLog(req: { method: string; url: string; hostname?: string; ip?: string }) {
+  return { method: req.method, url: req.url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]'), hostname: req.hostname, remoteAddress: req.ip };
+}
+
 export async function openCacheStore(config: RelayConfig): Promise<CacheStore> {
   if (config.cacheUrl === 'memory') return createMemoryCacheStore({ maxBytes: config.cacheMaxBytes });
   if (config.cacheUrl === 'sqlite')
@@ -75,7 +81,10 @@ export async function openReportStore(config: RelayConfig): Promise<ReportStore>
 
 export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOverrides = {}): Promise<Relay> {
   registerAjvFormats();
-  const logger: FastifyBaseLogger = pino({ level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } }, overrides.logStream);
+  const logger: FastifyBaseLogger = pino(
+    { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' }, serializers: { req: requestForLog } },
+    overrides.logStream,
+  );
   const cacheStore = overrides.cacheStore ?? (await openCacheStore(config));
   let reportStore: ReportStore;
   try {
@@ -146,6 +155,7 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
     await api.register(cacheRoutes, { cache });
     await api.register(cacheTransferRoutes, { store: cacheStore });
   });
+  await app.register(dashboardRoutes);
   await app.register(opsRoutes, {
     cacheStore,
     reportStore,

@@ -169,6 +169,38 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     return evict(record.key, at, bytes);
   });
 
+  const pendingSets = new Map<string, CacheRecord>();
+  let setWaiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
+  let setScheduled = false;
+
+  function storeOne(record: CacheRecord, at: number): void {
+    const size = entrySize(record.key, record.value);
+    // An already expired record, or one that can never fit, is not stored; it still replaces (removes)
+    // the previous entry, which would otherwise be served although the caller superseded it.
+    if (record.expiresAt <= at || size > maxBytes) totalBytes = removeTx(record.key);
+    else totalBytes = setTx(record, size, at);
+  }
+  const storeAll = db.transaction((records: CacheRecord[], at: number) => {
+    for (const record of records) storeOne(record, at);
+  });
+
+  function commitSets(): void {
+    setScheduled = false;
+    const records = [...pendingSets.values()];
+    const waiters = setWaiters;
+    pendingSets.clear();
+    setWaiters = [];
+    const before = totalBytes;
+    try {
+      storeAll(records, now());
+      for (const w of waiters) w.resolve();
+    } catch (err) {
+      totalBytes = before; // the transaction rolled back
+      const e = unavailable(err);
+      for (const w of waiters) w.reject(e);
+    }
+  }
+
   async function run<T>(fn: () => T): Promise<T> {
     try {
       return fn();
@@ -182,6 +214,8 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
 
     get: (key) =>
       run(() => {
+        const queued = pendingSets.get(key);
+        if (queued) return queued.expiresAt > now() ? { ...queued } : undefined;
         const row = selectOne.get(key);
         if (row === undefined) return undefined;
         const at = now();
@@ -199,22 +233,24 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
         return toRecord(row);
       }),
 
-    set: (record) =>
-      run(() => {
-        const at = now();
-        const size = entrySize(record.key, record.value);
-        // An already expired record, or one that can never fit, is not stored; it still replaces (removes)
-        // the previous entry, which would otherwise be served although the caller superseded it.
-        if (record.expiresAt <= at || size > maxBytes) {
-          totalBytes = removeTx(record.key);
-          return;
+    set(record) {
+      // Writes are grouped: every set of one event-loop turn commits in one transaction (a commit is
+      // what a set costs; the rows are small). Reads see the pending ones.
+      return new Promise<void>((resolve, reject) => {
+        pendingSets.set(record.key, record);
+        setWaiters.push({ resolve, reject });
+        if (!setScheduled) {
+          setScheduled = true;
+          setImmediate(commitSets);
         }
-        totalBytes = setTx(record, size, at);
-      }),
+      });
+    },
 
     delete: (key) =>
       run(() => {
+        const queued = pendingSets.delete(key);
         const size = deleteOne.get(key);
+        if (size === undefined && queued) return true;
         if (size === undefined) return false;
         totalBytes -= size;
         return true;
@@ -240,6 +276,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
 
     close: () =>
       run(() => {
+        if (setScheduled) commitSets();
         flushTouches();
         if (db.open) db.close();
       }),

@@ -1,0 +1,415 @@
+// /dashboard in a real browser (Debian's chromium, driven by playwright-core) against a real relay holding
+// reports with hand-computed numbers: the totals, the chart, the filters, paging, one report in full, and
+// the token hand-over. Plus the plain HTTP facts of the three files. Chromium missing is a failure that
+// says how to install it, never a skip.
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Relay, buildApp } from '../../src/app.js';
+import { type RelayConfig, loadConfig } from '../../src/config.js';
+import { DASHBOARD_PATHS, dashboardRoutes } from '../../src/http/dashboard-routes.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const ARTIFACTS = join(ROOT, 'test/artifacts');
+
+// ---- a relay with the dashboard (registered here only while app.ts does not register it itself)
+
+interface DashboardRelay extends Relay {
+  url: string;
+  logs: string[];
+  close(): Promise<void>;
+}
+
+async function startDashboardRelay(settings: Partial<RelayConfig> = {}): Promise<DashboardRelay> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'llm-relay-dashboard-'));
+  const config = loadConfig({
+    env: {},
+    overrides: { port: 0, logLevel: 'warn', cacheUrl: 'memory', reportsUrl: 'sqlite', reportFlushMs: 1, ...settings, dataDir },
+  });
+  const logs: string[] = [];
+  const logStream = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      logs.push(chunk.toString());
+      cb();
+    },
+  });
+  const relay = await buildApp(config, { logStream });
+  if (!relay.app.hasRoute({ method: 'GET', url: '/dashboard' })) await relay.app.register(dashboardRoutes);
+  await relay.app.listen({ port: 0, host: '127.0.0.1' });
+  const addr = relay.app.server.address();
+  if (addr === null || typeof addr === 'string') throw new Error('relay did not bind a TCP port');
+  return {
+    ...relay,
+    url: `http://127.0.0.1:${addr.port}`,
+    logs,
+    async close() {
+      await relay.app.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+function requireChromium(): void {
+  if (!existsSync(CHROMIUM))
+    throw new Error(`Chromium is not installed at ${CHROMIUM}; the dashboard test needs it. Install it with: apt-get install -y chromium`);
+}
+
+async function launchChromium(): Promise<Browser> {
+  requireChromium();
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+}
+
+// ---- reports with known numbers
+
+interface Fixture {
+  at: string;
+  ms: number;
+  env: string;
+  model: string;
+  tokens?: [number, number];
+  status?: number;
+  hit?: boolean;
+  saved?: number;
+  team: string;
+  anthropic?: boolean;
+}
+
+// Prices (config/prices.json, USD per million tokens in/out): gpt-4o-mini 0.15/0.6, gpt-4o 2.5/10,
+// claude-3-5-haiku 0.8/4. A hit costs 0 and carries costSavedUsd.
+const FIXTURES: Fixture[] = [
+  { at: '2024-05-01T09:00:00.000Z', ms: 1000, env: 'production', model: 'gpt-4o-mini', tokens: [1000, 500], team: 'search' }, // $0.00045
+  { at: '2024-05-01T10:00:00.000Z', ms: 2000, env: 'production', model: 'gpt-4o', tokens: [2000, 1000], team: 'ads' }, // $0.015
+  { at: '2024-05-02T11:00:00.000Z', ms: 50, env: 'production', model: 'gpt-4o', tokens: [2000, 1000], hit: true, saved: 0.015, team: 'ads' },
+  { at: '2024-05-02T12:00:00.000Z', ms: 3000, env: 'staging', model: 'gpt-4o-mini', tokens: [4000, 2000], team: 'ads' }, // $0.0018
+  { at: '2024-05-04T08:00:00.000Z', ms: 500, env: 'staging', model: 'gpt-4o-mini', status: 500, team: 'ads' }, // no usage: cost null
+  { at: '2024-05-04T09:00:00.000Z', ms: 10, env: 'staging', model: 'gpt-4o-mini', tokens: [1000, 500], hit: true, saved: 0.00045, team: 'ads' },
+  { at: '2024-05-04T10:00:00.000Z', ms: 1500, env: 'dev', model: 'claude-3-5-haiku-20241022', tokens: [1000, 200], anthropic: true, team: 'search' }, // $0.0016
+];
+
+function requestBody(f: Fixture, i: number) {
+  return {
+    model: f.model,
+    max_tokens: 512,
+    // markup in the data must come out as text
+    messages: [{ role: 'user', content: `Question ${i}: what does <img src=x onerror="document.title='pwned'"> do?` }],
+  };
+}
+
+function responseBody(f: Fixture, i: number) {
+  if (f.status === 500) return { error: { message: 'upstream exploded', type: 'server_error' } };
+  const [input, output] = f.tokens!;
+  const text = `Answer ${i}. ${'All work and no play. '.repeat(200)}<b>the end</b>`;
+  if (f.anthropic)
+    return { id: `msg_${i}`, type: 'message', role: 'assistant', model: f.model, content: [{ type: 'text', text }],
+      usage: { input_tokens: input, output_tokens: output } };
+  return { id: `chatcmpl-${i}`, object: 'chat.completion', model: f.model,
+    choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
+    usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } };
+}
+
+function reportOf(f: Fixture, i: number) {
+  return {
+    metadata: { client: 'dash-test', clientVersion: '1.0.0', environment: f.env, promptId: `prompt-${i}` },
+    request: { timestamp: f.at, body: requestBody(f, i) },
+    response: { timestamp: new Date(Date.parse(f.at) + f.ms).toISOString(), status: f.status ?? 200, body: responseBody(f, i) },
+    properties: { team: f.team },
+    cacheEnabled: true,
+    cacheHit: f.hit === true,
+    ...(f.saved === undefined ? {} : { costSavedUsd: f.saved }),
+  };
+}
+
+async function postReport(url: string, report: unknown, headers: Record<string, string> = {}): Promise<any> {
+  const res = await fetch(`${url}/api/reporting/v2/request`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(report),
+  });
+  expect(res.status).toBe(201);
+  return res.json();
+}
+
+// ---- reading the page
+
+const byId = (id: string) => `[data-testid="${id}"]`;
+/** The element's text now (undefined while it is absent): never waits, so it can be polled. */
+const text = async (page: Page, id: string) => (await (await page.$(byId(id)))?.textContent())?.trim();
+const poll = <T>(fn: () => Promise<T>) => expect.poll(fn, { timeout: 10_000, interval: 50 });
+
+async function totals(page: Page) {
+  const ids = ['total-requests', 'total-hit-ratio', 'total-cost', 'total-cost-saved', 'total-tokens', 'total-errors', 'total-latency'];
+  return Object.fromEntries(await Promise.all(ids.map(async (id) => [id.slice(6), await text(page, id)])));
+}
+
+const rows = (page: Page) =>
+  page.$$eval(byId('request-row'), (trs) => trs.map((tr) => Array.from(tr.querySelectorAll('td'), (td: { textContent: string | null }) => td.textContent)));
+
+const bars = (page: Page) =>
+  page.$$eval(byId('chart-bar'), (rects) => rects.map((r) => [r.getAttribute('data-day'), Number(r.getAttribute('data-requests'))]));
+
+/** Rows as the page shows them (its browser runs in UTC): time, model, environment, status, cache, duration, cost. */
+function expectedRow(i: number, cost: string): string[] {
+  const f = FIXTURES[i]!;
+  const ms = f.ms < 1000 ? `${f.ms} ms` : `${(f.ms / 1000).toFixed(2)} s`;
+  return [f.at.slice(0, 19).replace('T', ' '), f.model, f.env, String(f.status ?? 200), f.hit ? 'hit' : 'miss', ms, cost];
+}
+const COSTS = ['$0.00045', '$0.015', '$0.00', '$0.0018', '—', '$0.00', '$0.0016'];
+const newestFirst = (indexes: number[]) => [...indexes].sort((a, b) => b - a).map((i) => expectedRow(i, COSTS[i]!));
+
+// ---- the tests
+
+let relay: DashboardRelay;
+let browser: Browser;
+let context: BrowserContext;
+const pageProblems: string[] = [];
+const ids: string[] = [];
+
+beforeAll(async () => {
+  relay = await startDashboardRelay();
+  // one at a time, so the reports' ids follow their order
+  for (const [i, f] of FIXTURES.entries()) ids.push((await postReport(relay.url, reportOf(f, i))).id);
+});
+
+afterAll(async () => relay?.close());
+
+describe('the dashboard files over HTTP', () => {
+  const FILES = [
+    ['/dashboard', 'index.html', 'text/html; charset=utf-8'],
+    ['/dashboard/', 'index.html', 'text/html; charset=utf-8'],
+    ['/dashboard/app.js', 'app.js', 'text/javascript; charset=utf-8'],
+    ['/dashboard/style.css', 'style.css', 'text/css; charset=utf-8'],
+  ] as const;
+
+  it.each(FILES)('GET %s answers 200 with %s, its content type, no-cache and the CSP', async (path, file, type) => {
+    const res = await fetch(`${relay.url}${path}`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe(type);
+    expect(res.headers.get('cache-control')).toBe('no-cache');
+    expect(res.headers.get('content-security-policy')).toMatch(/^default-src 'self'; script-src 'self'; style-src 'self';/);
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(await res.text()).toBe(readFileSync(join(ROOT, 'dashboard', file), 'utf8'));
+    // revalidation is a 304
+    const again = await fetch(`${relay.url}${path}`, { headers: { 'if-none-match': res.headers.get('etag')! } });
+    expect(again.status).toBe(304);
+  });
+
+  it('reference nothing outside the relay and have no inline script or style', () => {
+    for (const file of ['index.html', 'app.js', 'style.css']) {
+      const body = readFileSync(join(ROOT, 'dashboard', file), 'utf8');
+      expect(body, file).not.toMatch(/https?:\/\//i);
+      // nor protocol-relative ones (//host/…) in an attribute or a CSS url()
+      expect(body, file).not.toMatch(/(src|href)=["']?\/\/|url\(\s*["']?\/\//i);
+    }
+    const html = readFileSync(join(ROOT, 'dashboard/index.html'), 'utf8');
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/i);
+    expect(html).not.toMatch(/\son[a-z]+=|\sstyle=|<style/i);
+    expect(readFileSync(join(ROOT, 'dashboard/app.js'), 'utf8')).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
+  });
+
+  it('is hidden from the OpenAPI document, and an unknown file under /dashboard is a 404', async () => {
+    const doc = (await (await fetch(`${relay.url}/docs/json`)).json()) as { paths: Record<string, unknown> };
+    expect(Object.keys(doc.paths).filter((p) => p.startsWith('/dashboard'))).toEqual([]);
+    expect((await fetch(`${relay.url}/dashboard/nope.js`)).status).toBe(404);
+  });
+});
+
+// A failed test of its own saying how to fix it (a failing beforeAll alone would show the browser tests as skipped).
+it(`finds chromium at ${CHROMIUM}`, () => requireChromium());
+
+describe('in a browser (Debian chromium)', () => {
+  beforeAll(async () => {
+    browser = await launchChromium();
+    context = await browser.newContext({ timezoneId: 'UTC', locale: 'en-US', viewport: { width: 1280, height: 900 } });
+    context.on('page', (page) => {
+      // a CSP violation or a script error shows up here
+      page.on('console', (m) => m.type() === 'error' && pageProblems.push(`console: ${m.text()}`));
+      page.on('pageerror', (err) => pageProblems.push(`pageerror: ${err.message}`));
+    });
+    await mkdir(ARTIFACTS, { recursive: true });
+  });
+  afterAll(async () => browser?.close());
+
+  describe('the dashboard in a browser', () => {
+    it('shows the totals, the chart and the recent requests', async () => {
+      const page = await context.newPage();
+      await page.goto(`${relay.url}/dashboard`);
+      // 7 reports, 2 hits; cost 0.00045 + 0.015 + 0.0018 + 0.0016; saved 0.015 + 0.00045;
+      // durations 10 50 500 1000 1500 2000 3000 ms → p50 1000, p95 2000 + 0.7·1000, p99 2000 + 0.94·1000
+      await poll(() => totals(page)).toEqual({
+        requests: '7',
+        'hit-ratio': '28.6%',
+        cost: '$0.01885',
+        'cost-saved': '$0.01545',
+        tokens: '11,000 / 5,200',
+        errors: '1',
+        latency: '1.00 s / 2.70 s / 2.94 s',
+      });
+      expect(await text(page, 'total-hits')).toBe('2 hits');
+      // per day, the day without reports included
+      await poll(() => bars(page)).toEqual([['2024-05-01', 2], ['2024-05-02', 2], ['2024-05-03', 0], ['2024-05-04', 3]]);
+      expect(await rows(page)).toEqual(newestFirst([0, 1, 2, 3, 4, 5, 6]));
+      expect(await page.isHidden(byId('load-more'))).toBe(true);
+      await page.waitForSelector(`${byId('status')}[data-state="ready"]`);
+      await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
+      expect(pageProblems).toEqual([]);
+      await page.close();
+    });
+
+    it('re-queries totals, chart and table when a filter changes, and keeps the filters in the address bar', async () => {
+      const page = await context.newPage();
+      await page.goto(`${relay.url}/dashboard`);
+      await poll(() => text(page, 'total-requests')).toBe('7');
+
+      await page.selectOption(byId('filter-environment'), 'staging');
+      // staging: reports 3, 4, 5; durations 10 500 3000 → p95 500 + 0.9·2500, p99 500 + 0.98·2500
+      await poll(() => totals(page)).toEqual({
+        requests: '3',
+        'hit-ratio': '33.3%',
+        cost: '$0.0018',
+        'cost-saved': '$0.00045',
+        tokens: '5,000 / 2,500',
+        errors: '1',
+        latency: '500 ms / 2.75 s / 2.95 s',
+      });
+      await poll(() => rows(page)).toEqual(newestFirst([3, 4, 5]));
+      await poll(() => bars(page)).toEqual([['2024-05-02', 1], ['2024-05-03', 0], ['2024-05-04', 2]]);
+      expect(new URL(page.url()).searchParams.get('environment')).toBe('staging');
+
+      await page.selectOption(byId('filter-cache'), 'true');
+      await poll(() => rows(page)).toEqual(newestFirst([5]));
+      expect(await text(page, 'total-hit-ratio')).toBe('100.0%');
+
+      // a property filter, from a fresh form
+      await page.click(byId('reset'));
+      await poll(() => text(page, 'total-requests')).toBe('7');
+      await page.fill(byId('filter-prop-name'), 'team');
+      await page.fill(byId('filter-prop-value'), 'search');
+      await page.click(byId('apply'));
+      await poll(() => rows(page)).toEqual(newestFirst([0, 6]));
+      expect(await text(page, 'total-cost')).toBe('$0.00205');
+
+      // the address bar reproduces the view
+      const shared = page.url();
+      expect(new URL(shared).searchParams.get('propName')).toBe('team');
+      const other = await context.newPage();
+      await other.goto(shared);
+      await poll(() => rows(other)).toEqual(newestFirst([0, 6]));
+      expect(pageProblems).toEqual([]);
+      await other.close();
+      await page.close();
+    });
+
+    it('pages with "load more" and the cursor', async () => {
+      const page = await context.newPage();
+      await page.goto(`${relay.url}/dashboard?limit=3`);
+      await poll(() => rows(page)).toEqual(newestFirst([4, 5, 6]));
+      await page.click(byId('load-more'));
+      await poll(() => rows(page)).toEqual(newestFirst([1, 2, 3, 4, 5, 6]));
+      await page.click(byId('load-more'));
+      await poll(() => rows(page)).toEqual(newestFirst([0, 1, 2, 3, 4, 5, 6]));
+      expect(await page.isHidden(byId('load-more'))).toBe(true);
+      expect(pageProblems).toEqual([]);
+      await page.close();
+    });
+
+    it('opens one report in full, bodies pretty-printed and escaped', async () => {
+      const page = await context.newPage();
+      await page.goto(`${relay.url}/dashboard`);
+      await page.click(`[data-id="${ids[1]}"]`);
+      await page.waitForSelector(`${byId('detail')}[open]`);
+      const f = FIXTURES[1]!;
+      expect(await text(page, 'detail-request')).toBe(JSON.stringify(requestBody(f, 1), null, 2));
+      expect(await text(page, 'detail-response')).toBe(JSON.stringify(responseBody(f, 1), null, 2));
+      expect(await text(page, 'detail-properties')).toBe(JSON.stringify({ team: 'ads' }, null, 2));
+      const facts = Object.fromEntries(
+        await page.$$eval(`${byId('detail-facts')} dd`, (dds) => dds.map((dd) => [dd.getAttribute('data-fact'), dd.textContent])),
+      );
+      expect(facts).toEqual({
+        Id: ids[1],
+        Received: expect.any(String),
+        Client: 'dash-test 1.0.0',
+        Environment: 'production',
+        'Prompt id': 'prompt-1',
+        Provider: 'openai',
+        Model: 'gpt-4o',
+        Status: '200',
+        'Request at': '2024-05-01T10:00:00.000Z',
+        'Response at': '2024-05-01T10:00:02.000Z',
+        Duration: '2.00 s',
+        Cache: 'miss',
+        'Tokens in / out / total': '2,000 / 1,000 / 3,000',
+        Cost: '$0.015',
+        'Bytes request / response': expect.stringMatching(/^\d+ \/ [\d,]+$/),
+      });
+      // the markup in the bodies stayed text
+      expect(await page.$$eval(`${byId('detail')} img, ${byId('detail')} b`, (els) => els.length)).toBe(0);
+      expect(await page.title()).toBe('llm-relay dashboard');
+      await page.screenshot({ path: join(ARTIFACTS, 'dashboard-report.png') });
+
+      // a hit shows what it saved
+      await page.click(byId('detail-close'));
+      await page.click(`[data-id="${ids[2]}"]`);
+      await poll(() => page.textContent('[data-fact="Cost saved"]')).toBe('$0.015');
+      expect(pageProblems).toEqual([]);
+      await page.close();
+    });
+  });
+
+  describe('the dashboard leaves no trace', () => {
+    it('made no call the relay would proxy (a favicon.ico would be forwarded upstream and reported)', async () => {
+      const res = await fetch(`${relay.url}/api/reporting/v2/requests?limit=1000`);
+      const page = (await res.json()) as { items: { id: string }[] };
+      expect(page.items.map((r) => r.id).sort()).toEqual([...ids].sort());
+    });
+  });
+
+  describe('the dashboard with RELAY_API_TOKENS', () => {
+    let secured: DashboardRelay;
+    beforeAll(async () => {
+      secured = await startDashboardRelay({ apiTokens: ['dash-token'] });
+      await postReport(secured.url, reportOf(FIXTURES[0]!, 0), { authorization: 'Bearer dash-token' });
+    });
+    afterAll(async () => secured?.close());
+
+    it('serves the page files without a token (they hold no data: every number comes from /api)', async () => {
+      for (const path of DASHBOARD_PATHS) expect((await fetch(`${secured.url}${path}`)).status, path).toBe(200);
+      expect((await fetch(`${secured.url}/api/reporting/v2/requests`)).status).toBe(401);
+    });
+
+    it('takes ?token= once, keeps it for the tab, and sends it as x-relay-token', async () => {
+      const tab = await browser.newContext({ timezoneId: 'UTC' });
+      const page = await tab.newPage();
+      const sent: (string | undefined)[] = [];
+      page.on('request', (r) => r.url().includes('/api/') && sent.push(r.headers()['x-relay-token']));
+      await page.goto(`${secured.url}/dashboard?token=dash-token&environment=production`);
+      await poll(() => text(page, 'total-requests')).toBe('1');
+      expect(new URL(page.url()).searchParams.has('token')).toBe(false);
+      expect(new URL(page.url()).searchParams.get('environment')).toBe('production');
+      expect(await page.evaluate('sessionStorage.getItem("llm-relay-token")')).toBe('dash-token');
+      expect(sent.length).toBeGreaterThan(0);
+      expect(sent.every((t) => t === 'dash-token')).toBe(true);
+      await page.goto(`${secured.url}/dashboard`);
+      await poll(() => rows(page)).toEqual([expectedRow(0, COSTS[0]!)]);
+      await tab.close();
+    });
+
+    it('says how to give a token when it has none', async () => {
+      const tab = await browser.newContext();
+      const page = await tab.newPage();
+      await page.goto(`${secured.url}/dashboard`);
+      await poll(() => text(page, 'status')).toBe('This relay needs an access token: open /dashboard?token=YOUR_TOKEN');
+      expect(await text(page, 'total-requests')).toBe('—');
+      await tab.close();
+    });
+  });
+});

@@ -1,0 +1,12 @@
+import { describe, expect, it } from 'vitest';
+import { uuidv7 } from '../../../src/core/ids.js';
+
+describe('uuidv7', () => {
+  it('is an RFC 9562 version 7 UUID carrying the time, and sorts by it', () => {
+    const id = uuidv7(0x0190_1234_5678);
+    expect(id).toMatch(/^01901234-5678-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    const ids = [uuidv7(1000), uuidv7(2000), uuidv7(3000)];
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(Array.from({ length: 1000 }, () => uuidv7(5))).size).toBe(1000);
+  });
+});
