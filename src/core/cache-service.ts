@@ -1,8 +1,9 @@
 // The one cache service behind both the direct API and the proxy: key → namespace → store, with TTL,
 // the entry size limit and a bounded wait on the store.
 import { RELAY_ERR_CACHE_UNAVAILABLE, StoreUnavailableError } from '../errors.js';
-import type { CacheStore } from '../storage/cache-store.js';
+import type { CacheRecord, CacheStore } from '../storage/cache-store.js';
 import { cacheHash, storedKey } from './cache-key.js';
+import { LRUCache } from 'lru-cache';
 import { type CachedResponse, parseCachedResponse } from './cached-response.js';
 
 export interface CacheServiceOptions {
@@ -17,9 +18,20 @@ export interface CacheServiceOptions {
 export interface CacheHit {
   hash: string;
   response: CachedResponse;
+  /** the answer's body as sent: the SSE text, or the JSON body serialized */
+  payload: string;
   createdAt: number;
   expiresAt: number;
 }
+
+interface Parsed {
+  value: string;
+  response: CachedResponse;
+  payload: string;
+}
+
+/** Parsed entries kept for repeat hits (bounded by the bytes of their stored text). */
+const PARSED_MEMO_BYTES = 64 * 1024 * 1024;
 
 export interface SaveResult {
   hash: string;
@@ -39,6 +51,27 @@ export interface CacheService {
 export function createCacheService(opts: CacheServiceOptions): CacheService {
   const now = opts.now ?? Date.now;
   const { store, timeoutMs } = opts;
+  // A hot entry is parsed once, not on every hit: the memo is keyed by the stored key and used only while
+  // the store returns the very same text, so it can never serve anything the store would not.
+  const parsedMemo = new LRUCache<string, Parsed>({
+    maxSize: PARSED_MEMO_BYTES,
+    sizeCalculation: (p) => Math.max(1, p.value.length * 2),
+  });
+
+  // Entries being written are visible to lookups at once (read-your-writes within one relay), whatever
+  // the store's write latency: a second identical call right after the first one ended is a HIT.
+  const writing = new Map<string, CacheRecord>();
+
+  function parse(key: string, value: string): Parsed | undefined {
+    const memo = parsedMemo.get(key);
+    if (memo && memo.value === value) return memo;
+    const response = parseCachedResponse(value);
+    // An entry that no longer parses (written by a future version, or damaged) is a miss, not an error.
+    if (!response) return undefined;
+    const parsed = { value, response, payload: response.sse ?? JSON.stringify(response.body) };
+    parsedMemo.set(key, parsed);
+    return parsed;
+  }
 
   return {
     store,
@@ -46,12 +79,13 @@ export function createCacheService(opts: CacheServiceOptions): CacheService {
     hash: cacheHash,
 
     async lookup(namespace, hash) {
-      const record = await bounded(store.get(storedKey(namespace, hash)), timeoutMs);
+      const key = storedKey(namespace, hash);
+      const pending = writing.get(key);
+      const record = pending && pending.expiresAt > now() ? pending : await bounded(store.get(key), timeoutMs);
       if (!record) return undefined;
-      const response = parseCachedResponse(record.value);
-      // An entry that no longer parses (written by a future version, or damaged) is a miss, not an error.
-      if (!response) return undefined;
-      return { hash, response, createdAt: record.createdAt, expiresAt: record.expiresAt };
+      const parsed = parse(key, record.value);
+      if (!parsed) return undefined;
+      return { hash, response: parsed.response, payload: parsed.payload, createdAt: record.createdAt, expiresAt: record.expiresAt };
     },
 
     async save(namespace, hash, response, ttlSec = opts.defaultTtlSec) {
@@ -59,7 +93,13 @@ export function createCacheService(opts: CacheServiceOptions): CacheService {
       const expiresAt = createdAt + ttlSec * 1000;
       const value = JSON.stringify(response);
       if (Buffer.byteLength(value) > opts.maxEntryBytes) return { hash, stored: false, expiresAt };
-      await bounded(store.set({ key: storedKey(namespace, hash), value, createdAt, expiresAt }), timeoutMs);
+      const record = { key: storedKey(namespace, hash), value, createdAt, expiresAt };
+      writing.set(record.key, record);
+      try {
+        await bounded(store.set(record), timeoutMs);
+      } finally {
+        if (writing.get(record.key) === record) writing.delete(record.key);
+      }
       return { hash, stored: true, expiresAt };
     },
   };

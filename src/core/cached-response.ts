@@ -14,6 +14,9 @@ export interface CachedResponse {
   reportId?: string;
   /** what that exchange cost, i.e. what each hit avoids */
   costUsd?: number | null;
+  /** size and sha256 of the JSON answer as it came from upstream (hit reports reuse them) */
+  bodyBytes?: number;
+  bodySha256?: string;
 }
 
 export function jsonCachedResponse(body: unknown): CachedResponse {

@@ -12,7 +12,7 @@ import { uuidv7 } from './ids.js';
 import { jsonDepth } from './json-guard.js';
 import { NAMESPACE_PATTERN, proxyNamespace } from './namespace.js';
 import { credentialOf, reportFields } from './proxy-headers.js';
-import { type CacheStatus, type ExchangeFacts, proxyReport } from './proxy-report.js';
+import { type CacheStatus, type ExchangeFacts, knownBody, knownFacts, proxyReport } from './proxy-report.js';
 import type { ReportService } from './report-service.js';
 import type { Target } from './routing.js';
 import { createSingleFlight } from './single-flight.js';
@@ -68,11 +68,11 @@ export function createExchange(opts: ExchangeOptions): Exchange {
   }
 
   function record(facts: ExchangeFacts, id: string): void {
-    const report = opts.reports.prepare(proxyReport(facts), id);
+    const report = opts.reports.prepare(proxyReport(facts), id, knownFacts(facts));
     opts.reports.commit(report).catch((err: unknown) => opts.log.error({ err, reportId: id }, 'report not written'));
   }
 
-  function answer(hit: CacheHit | { response: CachedResponse; createdAt?: number }, status: CacheStatus, base: Base): ProxyResponse {
+  function answer(hit: CacheHit | { response: CachedResponse; createdAt?: number; payload?: string }, status: CacheStatus, base: Base): ProxyResponse {
     const cached = hit.response;
     const endedAt = Date.now();
     const headers: Record<string, string> = { ...cached.headers, ...base.relayHeaders(status) };
@@ -87,6 +87,9 @@ export function createExchange(opts: ExchangeOptions): Exchange {
         endedAt,
         status: cached.status,
         responseBody: cached.body,
+        ...(cached.bodyBytes !== undefined && cached.bodySha256
+          ? { responseRaw: { bytes: cached.bodyBytes, sha256: cached.bodySha256 } }
+          : {}),
         streamed: cached.sse !== undefined,
         cacheStatus: status,
         outcome: 'complete',
@@ -95,7 +98,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
       },
       base.id,
     );
-    return { status: cached.status, headers, body: cached.sse ?? JSON.stringify(cached.body) };
+    return { status: cached.status, headers, body: hit.payload ?? cached.sse ?? JSON.stringify(cached.body) };
   }
 
   async function lookup(namespace: string, hash: string): Promise<CacheHit | undefined> {
@@ -146,6 +149,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
           metadata: fields.metadata,
           properties: fields.properties,
           requestBody: parsed.ok ? parsed.value : undefined,
+          ...(parsed.ok && req.body ? { requestRaw: knownBody(req.body) } : {}),
           cacheEnabled: usesCache,
           cacheKey: hash,
         },
@@ -204,7 +208,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
                 opts.log.warn({ err }, 'cache write failed');
               });
         },
-        prepareReport: (facts) => opts.reports.prepare(proxyReport(facts), id),
+        prepareReport: (facts) => opts.reports.prepare(proxyReport(facts), id, knownFacts(facts)),
         commitReport: (report) =>
           opts.reports.commit(report).catch((err: unknown) => opts.log.error({ err, reportId: id }, 'report not written')),
         onFailed: () => settle?.(undefined),

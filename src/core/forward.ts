@@ -9,7 +9,8 @@ import { captureBody } from './captured-body.js';
 import type { CachedResponse } from './cached-response.js';
 import { type Base, type ProxyRequest, type ProxyResponse, withHeaders } from './proxy-types.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './proxy-headers.js';
-import type { CacheStatus, ExchangeFacts, Outcome } from './proxy-report.js';
+import { type CacheStatus, type ExchangeFacts, type Outcome, knownBody } from './proxy-report.js';
+import type { KnownBody } from './report-derive.js';
 import type { Target } from './routing.js';
 import { assembleStream, parseSse, sseOutcome } from './sse.js';
 import type { Telemetry } from './telemetry.js';
@@ -101,6 +102,7 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
     finished = true;
     const text = captured.text(one(res.headers['content-encoding']));
     let body: unknown;
+    let raw: KnownBody | undefined;
     let clean = outcome === 'complete';
     if (text !== undefined && isSse) {
       const events = parseSse(text);
@@ -108,6 +110,7 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
       if (sseOutcome(events).error) clean = false;
     } else if (text !== undefined) {
       body = parseJson(text);
+      if (body !== undefined) raw = knownBody(text);
     }
     const report = a.prepareReport({
       ...base.facts,
@@ -118,6 +121,7 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
       cacheStatus: a.status,
       outcome,
       upstreamMs: Math.round((headersAt - base.t0) * 1000) / 1000,
+      ...(raw ? { responseRaw: raw } : {}),
     });
     const storable = clean && ok && text !== undefined && (isSse || body !== undefined) && a.status !== 'BYPASS';
     a.onStored(
@@ -130,6 +134,7 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
             ...(isSse ? { sse: text } : {}),
             reportId: report.id,
             costUsd: report.costUsd,
+            ...(raw ? { bodyBytes: raw.bytes, bodySha256: raw.sha256 } : {}),
           }
         : undefined,
     );

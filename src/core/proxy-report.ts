@@ -1,5 +1,6 @@
 // The report of one proxied exchange, whatever its outcome, built from plain facts.
-import type { ReportInput } from './report-derive.js';
+import { createHash } from 'node:crypto';
+import type { KnownBody, ReportInput } from './report-derive.js';
 
 export type CacheStatus = 'HIT' | 'MISS' | 'BYPASS' | 'REFRESH' | 'COALESCED';
 export type Outcome = 'complete' | 'upstream-error' | 'stream-error' | 'client-abort' | 'cache-only-miss';
@@ -13,8 +14,12 @@ export interface ExchangeFacts {
   metadata: Record<string, string>;
   properties: Record<string, string>;
   requestBody: unknown;
+  /** the request body's wire bytes, when it is reported */
+  requestRaw?: KnownBody;
   status: number;
   responseBody: unknown;
+  /** the response body's wire text (decoded), for a JSON answer */
+  responseRaw?: KnownBody;
   streamed: boolean;
   cacheStatus: CacheStatus;
   cacheEnabled: boolean;
@@ -56,4 +61,17 @@ export function proxyReport(f: ExchangeFacts): ReportInput {
   if (f.originReportId) input.originReportId = f.originReportId;
   if (hit && f.costSavedUsd !== undefined) input.costSavedUsd = f.costSavedUsd;
   return input;
+}
+
+/** Facts of a body known as bytes: reports of proxied calls describe the bytes that crossed the wire. */
+export function knownBody(raw: Buffer | string): KnownBody {
+  const bytes = typeof raw === 'string' ? Buffer.byteLength(raw) : raw.length;
+  return { bytes, sha256: createHash('sha256').update(raw).digest('hex'), text: () => raw.toString() };
+}
+
+export function knownFacts(f: ExchangeFacts): { request?: KnownBody; response?: KnownBody } {
+  return {
+    ...(f.requestRaw ? { request: f.requestRaw } : {}),
+    ...(f.responseRaw ? { response: f.responseRaw } : {}),
+  };
 }

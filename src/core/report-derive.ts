@@ -31,8 +31,22 @@ interface BodyFacts {
   cut?: string;
 }
 
-function bodyFacts(body: unknown, maxBytes: number): BodyFacts {
+/** Size and hash of a body already known as bytes (the proxy has the wire text), so it is not serialized again. */
+export interface KnownBody {
+  bytes: number;
+  sha256: string;
+  /** the text, for cutting a body over the limit (serialized from the object when absent) */
+  text?: () => string;
+}
+
+function bodyFacts(body: unknown, maxBytes: number, known?: KnownBody): BodyFacts {
   if (body === undefined) return { bytes: 0, sha256: null };
+  if (known) {
+    const facts: BodyFacts = { bytes: known.bytes, sha256: known.sha256 };
+    if (known.bytes > maxBytes)
+      facts.cut = Buffer.from(known.text ? known.text() : JSON.stringify(body)).subarray(0, maxBytes).toString('utf8');
+    return facts;
+  }
   const buf = Buffer.from(JSON.stringify(body));
   const facts: BodyFacts = { bytes: buf.length, sha256: createHash('sha256').update(buf).digest('hex') };
   if (buf.length > maxBytes) facts.cut = buf.subarray(0, maxBytes).toString('utf8');
@@ -62,6 +76,7 @@ export function deriveReport(
   ids: { id: string; receivedAt: string },
   prices: PriceTable,
   maxBodyBytes = Number.POSITIVE_INFINITY,
+  known: { request?: KnownBody; response?: KnownBody } = {},
 ): StoredReport {
   const requestBody = input.request.body;
   const responseBody = input.response.body;
@@ -70,8 +85,8 @@ export function deriveReport(
   const status = input.response.status;
   const model = str(obj(responseBody)?.model) ?? str(obj(requestBody)?.model) ?? null;
   const usage = extractUsage(responseBody);
-  const req = bodyFacts(requestBody, maxBodyBytes);
-  const res = bodyFacts(responseBody, maxBodyBytes);
+  const req = bodyFacts(requestBody, maxBodyBytes, known.request);
+  const res = bodyFacts(responseBody, maxBodyBytes, known.response);
   const cost = prices.cost(model, usage);
   // A cache hit costs nothing upstream; what it avoided is the original call's cost.
   const hit = input.cacheHit === true;

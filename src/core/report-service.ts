@@ -13,7 +13,7 @@ import type {
 import type { OutboxFile } from '../storage/outbox-file.js';
 import { uuidv7 } from './ids.js';
 import type { PriceTable } from './pricing.js';
-import { type ReportInput, deriveReport } from './report-derive.js';
+import { type KnownBody, type ReportInput, deriveReport } from './report-derive.js';
 import { type ReportWriter, createReportWriter } from './report-writer.js';
 
 export interface ReportServiceOptions {
@@ -33,7 +33,7 @@ export interface ReportService {
   /** Resolves with the stored report once it is durable. */
   record(input: ReportInput): Promise<StoredReport>;
   /** Derives the stored report now (the proxy needs its cost before the entry is cached), id optional. */
-  prepare(input: ReportInput, id?: string): StoredReport;
+  prepare(input: ReportInput, id?: string, known?: { request?: KnownBody; response?: KnownBody }): StoredReport;
   /** Writes a prepared report; resolves once it is durable. */
   commit(report: StoredReport): Promise<void>;
   get(id: string): Promise<StoredReport | undefined>;
@@ -57,9 +57,10 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
     ...(opts.onStoreError ? { onStoreError: opts.onStoreError } : {}),
   });
 
-  const prepare = (input: ReportInput, id?: string): StoredReport => {
+  const prepare: ReportService['prepare'] = (input, id, known) => {
     const t = now();
-    return deriveReport(input, { id: id ?? uuidv7(t), receivedAt: new Date(t).toISOString() }, opts.prices, opts.maxBodyBytes);
+    const ids = { id: id ?? uuidv7(t), receivedAt: new Date(t).toISOString() };
+    return deriveReport(input, ids, opts.prices, opts.maxBodyBytes, known);
   };
   const commit = (report: StoredReport): Promise<void> => unavailableAs503(writer.write(report));
 

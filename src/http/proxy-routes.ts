@@ -27,11 +27,19 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
       if (url === '/api' || OWN_PREFIXES.some((p) => url.startsWith(p)))
         throw new RELAY_ERR_NOT_FOUND(`Route ${request.method} ${url.split('?')[0]} not found`);
 
-      // The client going away (before or during the answer) aborts the upstream call.
-      const abort = new AbortController();
-      reply.raw.once('close', () => {
-        if (!reply.raw.writableFinished) abort.abort();
-      });
+      // The client going away (before or during the answer) aborts the upstream call. The controller is
+      // made only when core asks for the signal, i.e. on the way upstream: a cache hit never needs one.
+      let abort: AbortController | undefined;
+      const res0 = reply.raw;
+      const signal = (): AbortSignal => {
+        if (!abort) {
+          const controller = new AbortController();
+          abort = controller;
+          if (request.raw.socket?.destroyed) controller.abort();
+          else res0.once('close', () => res0.writableFinished || controller.abort());
+        }
+        return abort.signal;
+      };
       let res;
       try {
         res = await exchange.handle({
@@ -39,11 +47,13 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
           url,
           headers: request.headers,
           body: Buffer.isBuffer(request.body) ? request.body : undefined,
-          signal: abort.signal,
+          get signal() {
+            return signal();
+          },
         });
       } catch (err) {
         // The client left before the answer: nobody to answer, nothing went wrong (the report says so).
-        if (abort.signal.aborted) {
+        if (abort?.signal.aborted) {
           request.log.debug({ url }, 'client went away before the answer');
           return reply.hijack();
         }

@@ -173,6 +173,7 @@ describe('@anthropic-ai/sdk through a named route', () => {
     expect(second.events).toEqual(first.events);
     expect(second.final).toEqual(first.final);
 
+    await relay.reports.flush(); // reports of proxied calls are written after the answer
     const reports = await get(`${relay.url}/api/reporting/v2/requests?model=claude-3-5-haiku-20241022&limit=10`);
     const streamed = reports.body.items.filter((r: any) => r.response.streamed);
     expect(streamed.map((r: any) => r.proxy.cacheStatus)).toEqual(['HIT', 'MISS']);
