@@ -26,3 +26,21 @@ describe('llm-relay command', () => {
     expect(stderr).toContain('RELAY_CACHE_TTL');
   });
 });
+
+describe('start-up warnings', () => {
+  it('says so when it listens beyond loopback without RELAY_API_TOKENS', async () => {
+    const { spawnRelay } = await import('../helpers/relay-process.js');
+    const { tempDir } = await import('../helpers/relay.js');
+    const open = await spawnRelay({ HOST: '0.0.0.0', RELAY_DATA_DIR: await tempDir(), RELAY_CACHE_URL: 'memory' });
+    await new Promise((r) => setTimeout(r, 200));
+    open.child.kill('SIGTERM');
+    await open.exited;
+    expect(open.output()).toContain('listening on a non-loopback address without RELAY_API_TOKENS');
+
+    const guarded = await spawnRelay({ HOST: '0.0.0.0', RELAY_API_TOKENS: 't', RELAY_DATA_DIR: await tempDir(), RELAY_CACHE_URL: 'memory' });
+    await new Promise((r) => setTimeout(r, 200));
+    guarded.child.kill('SIGTERM');
+    await guarded.exited;
+    expect(guarded.output()).not.toContain('without RELAY_API_TOKENS');
+  });
+});
