@@ -84,7 +84,7 @@ export const DEFAULTS: Readonly<RelayConfig> = Object.freeze({
   upstreamConnectTimeoutMs: 10_000,
   upstreamHeadersTimeoutMs: 300_000,
   upstreamBodyTimeoutMs: 300_000,
-  storeTimeoutMs: 1_000,
+  storeTimeoutMs: 500,
   pricesFile: resolve(PACKAGE_ROOT, 'config/prices.json'),
 });
 

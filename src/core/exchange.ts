@@ -39,7 +39,6 @@ export interface ExchangeOptions {
   telemetry?: Telemetry;
 }
 
-
 function one(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
@@ -173,6 +172,8 @@ export function createExchange(opts: ExchangeOptions): Exchange {
       if (policy.onlyIfCached) {
         const reason = opts.offline ? 'offline mode' : 'only-if-cached';
         const err = new RELAY_ERR_CACHE_ONLY_MISS(reason);
+        const shown: CacheStatus = usesCache ? 'MISS' : 'BYPASS';
+        telemetry.exchange({ route: base.route, cacheStatus: shown, status: 504, overheadMs: performance.now() - t0 });
         record(
           {
             ...base.facts,
@@ -180,13 +181,13 @@ export function createExchange(opts: ExchangeOptions): Exchange {
             status: 504,
             responseBody: undefined,
             streamed: false,
-            cacheStatus: usesCache ? 'MISS' : 'BYPASS',
+            cacheStatus: shown,
             outcome: 'cache-only-miss',
             error: err.message,
           },
           id,
         );
-        throw withHeaders(err, base.relayHeaders(usesCache ? 'MISS' : 'BYPASS'));
+        throw withHeaders(err, base.relayHeaders(shown));
       }
 
       const status: CacheStatus = !usesCache || !policy.write ? 'BYPASS' : policy.read ? 'MISS' : 'REFRESH';

@@ -2,19 +2,11 @@
 // included) plus the fields the relay derives on write. Derived names are reserved: they overwrite
 // same-named client fields.
 import { createHash } from 'node:crypto';
-import type { StoredReport } from '../storage/report-store.js';
+import type { ReportFields, StoredReport } from '../storage/report-store.js';
 import type { PriceTable } from './pricing.js';
 import { extractUsage } from './usage.js';
 
-export interface ReportInput {
-  metadata?: Record<string, unknown>;
-  request: { timestamp: string; body?: unknown; [k: string]: unknown };
-  response: { timestamp: string; body?: unknown; [k: string]: unknown };
-  properties?: Record<string, unknown>;
-  cacheEnabled?: boolean | null;
-  cacheHit?: boolean | null;
-  [k: string]: unknown;
-}
+export type ReportInput = ReportFields;
 
 function obj(v: unknown): Record<string, unknown> | undefined {
   return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;

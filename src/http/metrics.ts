@@ -31,7 +31,7 @@ export interface Metrics {
 const CACHE_STATUSES: ReadonlySet<string> = new Set(['HIT', 'MISS', 'BYPASS', 'REFRESH', 'COALESCED'] satisfies CacheStatus[]);
 
 // Overhead is what the relay adds (sub-millisecond when all is well); the top buckets catch a cache store
-// that answers slowly or times out (RELAY_STORE_TIMEOUT_MS, 1 s by default).
+// that answers slowly or times out (RELAY_STORE_TIMEOUT_MS, 500 ms by default).
 const OVERHEAD_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 const UPSTREAM_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120];
 

@@ -1,15 +1,20 @@
 // The report store port. A StoredReport is the whole report as the relay answers it (client fields, kept
 // as sent, plus derived fields); adapters index the columns below and keep the rest as JSON.
-export interface StoredReport {
-  id: string;
-  /** ISO date-time at which the relay accepted the report */
-  receivedAt: string;
+/** A report's own fields, as a client sends them (the seed interface's Report); unknown fields are kept. */
+export interface ReportFields {
   metadata?: Record<string, unknown>;
   request: { timestamp: string; body?: unknown; [k: string]: unknown };
   response: { timestamp: string; body?: unknown; [k: string]: unknown };
   properties?: Record<string, unknown>;
   cacheEnabled?: boolean | null;
   cacheHit?: boolean | null;
+  [k: string]: unknown;
+}
+
+export interface StoredReport extends ReportFields {
+  id: string;
+  /** ISO date-time at which the relay accepted the report */
+  receivedAt: string;
   durationMs: number | null;
   status: number | null;
   model: string | null;
