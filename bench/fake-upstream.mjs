@@ -6,6 +6,11 @@
 //                                                 and `data: [DONE]`, all written at once
 //   anything else                              → 404 JSON error
 //
+// Two knobs for bench/soak.mjs, chosen per request by a header (without them nothing above changes):
+//   x-fake-status: NNN        (400–599) answer that status with an OpenAI-style JSON error, whatever the body
+//   x-fake-event-gap-ms: N    (1–2000) a streamed answer sends one event every N ms instead of all at once, and
+//                             stops when the reader goes away (for client aborts in the middle of a stream)
+//
 // Use it as a module (`startFakeUpstream({port, host})` → {url, port, close()}) or as a process:
 //   node bench/fake-upstream.mjs [--port N] [--host H]
 // which prints one JSON line {"port":N,"url":"http://H:N"} on stdout once it listens. When started with an
@@ -95,6 +100,11 @@ function handle(req, res, raw) {
     sendError(res, 404, `Unknown request URL: ${req.method} ${path}`);
     return;
   }
+  const forced = Number(req.headers['x-fake-status']);
+  if (Number.isInteger(forced) && forced >= 400 && forced <= 599) {
+    sendError(res, forced, `Forced failure ${forced} (x-fake-status).`);
+    return;
+  }
   let body;
   try {
     body = JSON.parse(raw);
@@ -108,8 +118,23 @@ function handle(req, res, raw) {
   }
   if (body.stream === true) {
     res.writeHead(200, SSE_HEADERS);
+    const events = sseEvents(body.model, body.stream_options?.include_usage === true);
+    const gap = Number(req.headers['x-fake-event-gap-ms']);
+    if (Number.isInteger(gap) && gap >= 1 && gap <= 2000) {
+      // Paced (x-fake-event-gap-ms): one event per gap until the last, or until the reader goes away.
+      let i = 0;
+      const next = () => {
+        if (res.destroyed) return;
+        if (i < events.length) {
+          res.write(events[i++]);
+          setTimeout(next, gap);
+        } else res.end('data: [DONE]\n\n');
+      };
+      next();
+      return;
+    }
     // Every event is its own write, all in this tick (node sends them together): no artificial delay.
-    for (const e of sseEvents(body.model, body.stream_options?.include_usage === true)) res.write(e);
+    for (const e of events) res.write(e);
     res.end('data: [DONE]\n\n');
     return;
   }

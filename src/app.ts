@@ -12,9 +12,9 @@ import { type ReportService, createReportService } from './core/report-service.j
 import { requireTokens } from './http/auth.js';
 import { cacheRoutes } from './http/cache-routes.js';
 import { cacheTransferRoutes } from './http/cache-transfer-routes.js';
-import { clientErrorHandler } from './http/client-errors.js';
+import { clientErrorHandler, refuseConnect } from './http/client-errors.js';
 import { registerDocs } from './http/docs.js';
-import { installErrorHandling } from './http/error-handler.js';
+import { frameworkErrors, installErrorHandling } from './http/error-handler.js';
 import { useStrictJsonBodies } from './http/json-body.js';
 import { createMetrics } from './http/metrics.js';
 import { opsRoutes } from './http/ops-routes.js';
@@ -137,9 +137,12 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
     loggerInstance: logger,
     bodyLimit: config.maxBodyBytes,
     http: { maxHeaderSize: config.maxHeaderBytes },
+    requestTimeout: config.requestTimeoutMs,
     clientErrorHandler: clientErrorHandler(config.maxHeaderBytes),
+    frameworkErrors,
     return503OnClosing: true,
   });
+  app.server.on('connect', refuseConnect);
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   // Replies are plain JSON; schemas on responses are for the OpenAPI document only.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));

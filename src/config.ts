@@ -29,6 +29,7 @@ export interface RelayConfig {
   environment: string;
   maxBodyBytes: number;
   maxHeaderBytes: number;
+  requestTimeoutMs: number;
   maxJsonDepth: number;
   reportMaxBodyBytes: number;
   outboxRetryMs: number;
@@ -75,6 +76,7 @@ export const DEFAULTS: Readonly<RelayConfig> = Object.freeze({
   environment: 'development',
   maxBodyBytes: 32 * 1024 * 1024,
   maxHeaderBytes: 16 * 1024,
+  requestTimeoutMs: 120_000,
   maxJsonDepth: 64,
   reportMaxBodyBytes: 1024 * 1024,
   outboxRetryMs: 1_000,
@@ -107,7 +109,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'logLevel', env: 'RELAY_LOG_LEVEL', kind: 'level', values: LEVELS, description: 'pino log level' },
   { key: 'environment', env: 'RELAY_ENVIRONMENT', kind: 'string', description: 'metadata.environment of proxied reports that do not name one' },
   { key: 'maxBodyBytes', env: 'RELAY_MAX_BODY_BYTES', kind: 'int', min: 1024, description: 'largest request body accepted (413 above it)' },
-  { key: 'maxHeaderBytes', env: 'RELAY_MAX_HEADER_BYTES', kind: 'int', min: 1024, max: 1_048_576, description: 'largest request head (request line and headers) accepted (431 above it)' },
+  { key: 'maxHeaderBytes', env: 'RELAY_MAX_HEADER_BYTES', kind: 'int', min: 1024, max: 1_048_576, description: 'largest request headers (names and values) accepted (431 above it)' },
+  { key: 'requestTimeoutMs', env: 'RELAY_REQUEST_TIMEOUT_MS', kind: 'int', min: 1, description: 'time a client has to send its whole request, body included (408 after it)' },
   { key: 'maxJsonDepth', env: 'RELAY_MAX_JSON_DEPTH', kind: 'int', min: 2, max: 10_000, description: 'deepest JSON nesting accepted on /api (400 above it)' },
   { key: 'reportMaxBodyBytes', env: 'RELAY_REPORT_MAX_BODY_BYTES', kind: 'int', min: 256, description: 'largest request or response body kept in a report; bigger ones are cut and marked truncated' },
   { key: 'outboxRetryMs', env: 'RELAY_OUTBOX_RETRY_MS', kind: 'int', min: 10, max: 600_000, description: 'how often reports waiting in the outbox are offered to the report store again' },

@@ -37,6 +37,7 @@ export const RELAY_ERR_HEADERS_TOO_LARGE = createError(
   431,
 );
 export const RELAY_ERR_REQUEST_TIMEOUT = createError('RELAY_ERR_REQUEST_TIMEOUT', 'The request was not received in time', 408);
+export const RELAY_ERR_METHOD_NOT_ALLOWED = createError('RELAY_ERR_METHOD_NOT_ALLOWED', '%s', 405);
 export const RELAY_ERR_INVALID_CURSOR = createError('RELAY_ERR_INVALID_CURSOR', 'Invalid cursor: %s', 400);
 export const RELAY_ERR_NOT_FOUND = createError('RELAY_ERR_NOT_FOUND', '%s', 404);
 export const RELAY_ERR_CACHE_MISS = createError(
@@ -91,6 +92,7 @@ export const ERROR_CODES = Object.freeze({
   RELAY_ERR_BAD_REQUEST: 400,
   RELAY_ERR_UNAUTHORIZED: 401,
   RELAY_ERR_NOT_FOUND: 404,
+  RELAY_ERR_METHOD_NOT_ALLOWED: 405,
   RELAY_ERR_REQUEST_TIMEOUT: 408,
   RELAY_ERR_CACHE_MISS: 404,
   RELAY_ERR_BODY_TOO_LARGE: 413,

@@ -21,7 +21,14 @@
 // validated entries are held in memory until they are written (about the size of the input).
 import { RELAY_ERR_VALIDATION } from '../errors.js';
 import type { CacheRecord, CacheStore } from '../storage/cache-store.js';
-import { type CachedResponse, parseCachedResponse } from './cached-response.js';
+import { type CachedResponse, headerProblem, parseCachedResponse } from './cached-response.js';
+import { parseJsonStrict } from './json-guard.js';
+
+/**
+ * Lines are parsed by the strict JSON rules. Their nesting bound is wider than the API's: an entry holds
+ * an upstream answer, which the relay cached without a depth limit, and must survive the round trip.
+ */
+export const LINE_MAX_DEPTH = 512;
 
 export const NDJSON_CONTENT_TYPE = 'application/x-ndjson';
 
@@ -113,9 +120,9 @@ function invalid(lineNo: number, problem: string): Error {
 function parseLine(line: string, lineNo: number): CacheRecord {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(line);
+    parsed = parseJsonStrict(line, LINE_MAX_DEPTH);
   } catch (err) {
-    throw invalid(lineNo, `not valid JSON (${(err as Error).message})`);
+    throw invalid(lineNo, (err as Error).message);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw invalid(lineNo, 'must be a JSON object {key, createdAt, expiresAt, value}');
@@ -153,18 +160,24 @@ function toStoredValue(value: unknown, lineNo: number): string {
   } catch (err) {
     throw invalid(lineNo, `value cannot be stored (${(err as Error).message})`);
   }
+  const shape = value as Partial<CachedResponse>;
+  if (shape.v !== 1 || typeof shape.status !== 'number')
+    throw invalid(lineNo, 'value is not a cached response (needs v: 1 and a numeric status)');
+  // Checked on the value as given: parsing it would quietly drop headers that cannot be replayed.
+  const problem = replayProblem(value as CachedResponse);
+  if (problem) throw invalid(lineNo, `value.${problem}`);
   const response = parseCachedResponse(text);
   if (!response) throw invalid(lineNo, 'value is not a cached response (needs v: 1 and a numeric status)');
-  const problem = replayProblem(response);
-  if (problem) throw invalid(lineNo, `value.${problem}`);
   return text;
 }
 
 function replayProblem(r: CachedResponse): string | undefined {
   if (!Number.isInteger(r.status) || r.status < 200 || r.status > 299) return 'status must be a 2xx status code';
   if (typeof r.headers !== 'object' || r.headers === null || Array.isArray(r.headers)) return 'headers must be an object';
-  const badHeader = Object.entries(r.headers).find(([, v]) => typeof v !== 'string');
-  if (badHeader) return `headers.${badHeader[0]} must be a string`;
+  for (const [name, v] of Object.entries(r.headers)) {
+    const problem = headerProblem(name, v);
+    if (problem) return `headers.${name} ${problem}`;
+  }
   if (r.sse !== undefined && typeof r.sse !== 'string') return 'sse must be a string';
   if (r.reportId !== undefined && typeof r.reportId !== 'string') return 'reportId must be a string';
   if (r.costUsd !== undefined && r.costUsd !== null && typeof r.costUsd !== 'number') return 'costUsd must be a number or null';

@@ -23,10 +23,28 @@ export function jsonCachedResponse(body: unknown): CachedResponse {
   return { v: 1, status: 200, headers: { 'content-type': 'application/json' }, body };
 }
 
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+/** Headers that describe one transfer, never a stored answer: the relay sets them itself on a replay. */
+const NOT_REPLAYED = new Set(['content-length', 'transfer-encoding', 'content-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'te', 'set-cookie']);
+
+/** Why a stored header cannot be replayed, or undefined when it can. */
+export function headerProblem(name: string, value: unknown): string | undefined {
+  if (typeof value !== 'string') return 'must be a string';
+  if (!TOKEN.test(name)) return 'is not a valid header name';
+  if (NOT_REPLAYED.has(name.toLowerCase())) return 'is not replayed from a cache entry';
+  if (!FIELD_VALUE.test(value)) return 'has characters a header value cannot carry';
+  return undefined;
+}
+
 export function parseCachedResponse(text: string): CachedResponse | undefined {
   try {
     const parsed = JSON.parse(text) as Partial<CachedResponse> | null;
     if (!parsed || parsed.v !== 1 || typeof parsed.status !== 'number') return undefined;
+    if (typeof parsed.headers !== 'object' || parsed.headers === null) return undefined;
+    // An entry from elsewhere (an import, another version) must not be able to break the answer.
+    for (const [name, value] of Object.entries(parsed.headers))
+      if (headerProblem(name, value)) delete (parsed.headers as Record<string, unknown>)[name];
     return parsed as CachedResponse;
   } catch {
     return undefined;

@@ -9,7 +9,7 @@ import { cachePolicy } from './cache-policy.js';
 import type { CacheHit, CacheService } from './cache-service.js';
 import type { CachedResponse } from './cached-response.js';
 import { uuidv7 } from './ids.js';
-import { jsonDepth } from './json-guard.js';
+import { decodeUtf8Strict, parseJsonStrict } from './json-guard.js';
 import { NAMESPACE_PATTERN, proxyNamespace } from './namespace.js';
 import { credentialOf, reportFields } from './proxy-headers.js';
 import { type CacheStatus, type ExchangeFacts, knownBody, knownFacts, proxyReport } from './proxy-report.js';
@@ -56,11 +56,10 @@ export function createExchange(opts: ExchangeOptions): Exchange {
   function parseBody(req: ProxyRequest): { ok: boolean; value?: unknown } {
     if (req.method !== 'POST' || !req.body || req.body.length === 0 || !isJson(one(req.headers['content-type'])))
       return { ok: false };
-    const text = req.body.toString('utf8');
-    // Bodies nested past the limit are forwarded untouched but never hashed (canonicalize recurses).
-    if (jsonDepth(text, opts.maxJsonDepth) > opts.maxJsonDepth) return { ok: false };
+    // A body the strict rules refuse (bad UTF-8, too deep, prototype keys, numbers out of range) is
+    // forwarded untouched: the upstream judges it. It is just not cached, nor parsed into the report.
     try {
-      return { ok: true, value: JSON.parse(text) };
+      return { ok: true, value: parseJsonStrict(decodeUtf8Strict(req.body), opts.maxJsonDepth) };
     } catch {
       return { ok: false };
     }

@@ -2,6 +2,7 @@
 // included) plus the fields the relay derives on write. Derived names are reserved: they overwrite
 // same-named client fields.
 import { createHash } from 'node:crypto';
+import { timestampMs } from '../storage/report-cursor.js';
 import type { ReportFields, StoredReport } from '../storage/report-store.js';
 import type { PriceTable } from './pricing.js';
 import { extractUsage } from './usage.js';
@@ -72,8 +73,8 @@ export function deriveReport(
 ): StoredReport {
   const requestBody = input.request.body;
   const responseBody = input.response.body;
-  const started = Date.parse(input.request.timestamp);
-  const ended = Date.parse(input.response.timestamp);
+  const started = timestampMs(input.request.timestamp);
+  const ended = timestampMs(input.response.timestamp);
   const status = input.response.status;
   const model = str(obj(responseBody)?.model) ?? str(obj(requestBody)?.model) ?? null;
   const usage = extractUsage(responseBody);

@@ -3,6 +3,7 @@
 // scope; this plugin's own encapsulated scope takes application/x-ndjson bodies only.
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
+import { decodeUtf8Strict } from '../core/json-guard.js';
 import { Type } from 'typebox';
 import { NDJSON_CONTENT_TYPE, exportEntries, importEntries, splitNdjson } from '../core/cache-transfer.js';
 import { RELAY_ERR_CACHE_UNAVAILABLE, RELAY_ERR_UNSUPPORTED_MEDIA_TYPE, StoreUnavailableError } from '../errors.js';
@@ -30,8 +31,12 @@ export const cacheTransferRoutes: FastifyPluginAsync<CacheTransferRoutesOptions>
   // This scope's parsers replace the inherited application/json one: NDJSON is read as one string (so the
   // app's bodyLimit applies, a 413 above it), and anything else is a 415 that names the right type.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(NDJSON_CONTENT_TYPE, { parseAs: 'string' }, (_request, body, done) => {
-    done(null, body);
+  app.addContentTypeParser(NDJSON_CONTENT_TYPE, { parseAs: 'buffer' }, (_request, body, done) => {
+    try {
+      done(null, decodeUtf8Strict(body as Buffer));
+    } catch (err) {
+      done(err as Error, undefined);
+    }
   });
   app.addContentTypeParser('*', (request, _payload, done) => {
     const err = new RELAY_ERR_UNSUPPORTED_MEDIA_TYPE(String(request.headers['content-type']));

@@ -54,10 +54,19 @@ export function validationMessage(part: string, errors: FastifySchemaValidationE
   return `${path} ${first.message ?? 'is invalid'}`;
 }
 
+/** Errors fastify raises before routing (a URL it cannot decode), in the relay's shape. */
+export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const message = err.code === 'FST_ERR_BAD_URL' ? 'Malformed URL: the path has an invalid percent-encoding' : err.message;
+  request.log.info({ code: err.code }, 'request rejected');
+  void reply.code(400).type('application/json; charset=utf-8').send(errorBody(400, 'RELAY_ERR_BAD_REQUEST', message));
+}
+
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const body = toErrorBody(err);
-    if (body.statusCode >= 500) request.log.error({ err }, 'request failed');
+    // A 500 is a bug; the other 5xx are documented answers (upstream down, store down, cache-only miss).
+    if (body.statusCode === 500) request.log.error({ err }, 'request failed');
+    else if (body.statusCode > 500) request.log.warn({ code: body.code, message: body.message }, 'request failed');
     else request.log.info({ code: body.code, message: body.message }, 'request rejected');
     // Proxy errors carry the x-relay-* headers of their exchange (report id, cache status).
     const headers = (err as FastifyError & { headers?: Record<string, string> }).headers;

@@ -1,5 +1,6 @@
 // The transparent proxy: every request the relay does not serve itself goes through core/exchange.
 // Bodies are taken as raw bytes (any content type) and forwarded unchanged; the answer streams back.
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyPluginAsync } from 'fastify';
 import { RELAY_ERR_NOT_FOUND } from '../errors.js';
 import type { Exchange } from '../core/proxy-types.js';
@@ -13,9 +14,19 @@ const OWN_PREFIXES = ['/api/', '/healthz', '/readyz', '/metrics', '/docs', '/das
 
 const METHODS = ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT', 'OPTIONS'];
 
+/** Where the client's own content-type waits while fastify reads the body as plain bytes. */
+const ORIGINAL_CONTENT_TYPE = Symbol('original content-type');
+
 export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, { exchange }) => {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+  // The body goes upstream as bytes whatever its type; fastify would refuse a content-type it cannot
+  // parse (`application`, `a, b`) before any parser runs, so it is shown one it knows and given back after.
+  app.addHook('onRequest', async (request) => {
+    const type = request.headers['content-type'];
+    (request as unknown as Record<symbol, unknown>)[ORIGINAL_CONTENT_TYPE] = type;
+    request.headers['content-type'] = 'application/octet-stream';
+  });
 
   app.route({
     method: METHODS,
@@ -45,7 +56,7 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
         res = await exchange.handle({
           method: request.method,
           url,
-          headers: request.headers,
+          headers: withOriginalContentType(request.headers, (request as unknown as Record<symbol, unknown>)[ORIGINAL_CONTENT_TYPE]),
           body: Buffer.isBuffer(request.body) ? request.body : undefined,
           get signal() {
             return signal();
@@ -63,3 +74,10 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
     },
   });
 };
+
+function withOriginalContentType(headers: IncomingHttpHeaders, original: unknown): IncomingHttpHeaders {
+  const out = { ...headers };
+  if (typeof original === 'string') out['content-type'] = original;
+  else delete out['content-type'];
+  return out;
+}

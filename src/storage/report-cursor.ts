@@ -29,8 +29,18 @@ export function decodeCursor(cursor: string): CursorPosition {
   return { t: parsed[0] as number, id: parsed[1] as string };
 }
 
-/** Epoch ms of an ISO date-time, for the indexed request-time column. */
+/**
+ * Epoch ms of an RFC 3339 date-time, or NaN. A leap second (`23:59:60`, valid RFC 3339 that Date.parse
+ * refuses) counts as the last millisecond before it.
+ */
+export function timestampMs(iso: string): number {
+  const t = Date.parse(iso);
+  if (!Number.isNaN(t)) return t;
+  return Date.parse(iso.replace(/T(\d\d):(\d\d):60(?:\.\d+)?/, 'T$1:$2:59.999'));
+}
+
+/** Epoch ms of the report's request time, for the indexed request-time column. */
 export function requestTimeMs(report: { request: { timestamp: string } }): number {
-  const t = Date.parse(report.request.timestamp);
+  const t = timestampMs(report.request.timestamp);
   return Number.isFinite(t) ? t : 0;
 }

@@ -3,7 +3,7 @@
 // property match differs between dialects, so the filter semantics (bounds, NULL handling, cursor order)
 // cannot drift apart between adapters.
 import { RELAY_ERR_VALIDATION } from '../errors.js';
-import { decodeCursor, encodeCursor, requestTimeMs } from './report-cursor.js';
+import { decodeCursor, encodeCursor, requestTimeMs, timestampMs } from './report-cursor.js';
 import type { ReportFilter, ReportPage, ReportQuery, StoredReport } from './report-store.js';
 
 export const MAX_LIST_LIMIT = 1000;
@@ -130,7 +130,7 @@ function whereOf({ conditions, params }: Conditions): FilterSql {
 }
 
 function timeBound(name: string, iso: string): number {
-  const t = Date.parse(iso);
+  const t = timestampMs(iso);
   if (!Number.isFinite(t)) throw new RELAY_ERR_VALIDATION(`${name} must be an ISO date-time`);
   return t;
 }

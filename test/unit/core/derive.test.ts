@@ -127,3 +127,15 @@ describe('jsonDepth', () => {
     expect(jsonDepth('['.repeat(100000), 64)).toBe(65);
   });
 });
+
+describe('timestamps', () => {
+  it('a leap second counts as the last millisecond before it, not as 1970', () => {
+    const prices = createPriceTable({});
+    const out = deriveReport(
+      { request: { timestamp: '2016-12-31T23:59:60Z' }, response: { timestamp: '2017-01-01T00:00:01.000Z' } },
+      { id: 'i', receivedAt: 'r' },
+      prices,
+    );
+    expect(out.durationMs).toBe(1001);
+  });
+});
