@@ -3,6 +3,9 @@
 import type { RelayConfig } from './config.js';
 import { type AppOverrides, type Relay, buildApp } from './app.js';
 
+/** How long after the grace period a shutdown may still take (flushing reports, closing stores). */
+const HARD_EXIT_AFTER_GRACE_MS = 10_000;
+
 export async function startServer(config: Readonly<RelayConfig>, overrides: AppOverrides = {}): Promise<Relay> {
   const relay = await buildApp(config, overrides);
   const { app } = relay;
@@ -24,9 +27,16 @@ export async function startServer(config: Readonly<RelayConfig>, overrides: AppO
       app.server.closeAllConnections();
     }, config.shutdownGraceMs);
     force.unref();
+    // Last resort: a close that still hangs (a store that never answers) must not keep the process alive.
+    const hard = setTimeout(() => {
+      app.log.error('shutdown did not finish: exiting');
+      process.exit(1);
+    }, config.shutdownGraceMs + HARD_EXIT_AFTER_GRACE_MS);
+    hard.unref();
     app.close().then(
       () => {
         clearTimeout(force);
+        clearTimeout(hard);
         app.log.info('stopped');
         process.exit(0);
       },

@@ -27,6 +27,12 @@ function storeError(err: unknown): unknown {
   return err instanceof StoreUnavailableError ? new RELAY_ERR_CACHE_UNAVAILABLE(err.message, { cause: err }) : err;
 }
 
+function unsupported(contentType: string | undefined): Error {
+  const err = new RELAY_ERR_UNSUPPORTED_MEDIA_TYPE(String(contentType));
+  err.message = `Unsupported content type ${String(contentType)}: this endpoint takes ${NDJSON_CONTENT_TYPE}`;
+  return err;
+}
+
 export const cacheTransferRoutes: FastifyPluginAsync<CacheTransferRoutesOptions> = async (app, { store }) => {
   // This scope's parsers replace the inherited application/json one: NDJSON is read as one string (so the
   // app's bodyLimit applies, a 413 above it), and anything else is a 415 that names the right type.
@@ -38,11 +44,7 @@ export const cacheTransferRoutes: FastifyPluginAsync<CacheTransferRoutesOptions>
       done(err as Error, undefined);
     }
   });
-  app.addContentTypeParser('*', (request, _payload, done) => {
-    const err = new RELAY_ERR_UNSUPPORTED_MEDIA_TYPE(String(request.headers['content-type']));
-    err.message = `Unsupported content type ${String(request.headers['content-type'])}: this endpoint takes ${NDJSON_CONTENT_TYPE}`;
-    done(err, undefined);
-  });
+  app.addContentTypeParser('*', (request, _payload, done) => done(unsupported(request.headers['content-type']), undefined));
 
   app.get(
     '/api/cache/v1/export',
@@ -88,7 +90,9 @@ export const cacheTransferRoutes: FastifyPluginAsync<CacheTransferRoutesOptions>
       },
     },
     async (request) => {
-      const text = typeof request.body === 'string' ? request.body : '';
+      // A request without a body never meets the parsers above; it must still say what it sends.
+      if (typeof request.body !== 'string') throw unsupported(request.headers['content-type']);
+      const text = request.body;
       try {
         return await importEntries(store, splitNdjson(text));
       } catch (err) {
