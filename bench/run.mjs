@@ -12,17 +12,27 @@
 // `node bench/run.mjs --help` lists the options.
 import autocannon from 'autocannon';
 import { Pool, request } from 'undici';
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import net from 'node:net';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import {
+  BENCH_DIR,
+  ROOT,
+  cleanup,
+  describeExit,
+  installCleanup,
+  makeLog,
+  makeTempDir,
+  sleep,
+  startHelper,
+  startRelay,
+  stopChild,
+  tail,
+} from './lib/processes.mjs';
 
-const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(BENCH_DIR, '..');
 const CLI = path.join(ROOT, 'dist', 'cli.js');
 const ENDPOINT = '/v1/chat/completions';
 const MODEL = 'gpt-4o-mini';
@@ -126,43 +136,10 @@ function parseOptions(argv) {
   return opts;
 }
 
-// ───────────────────────────── child processes and cleanup ─────────────────────────────
+// ───────────────────────────── child processes and the relay's log ─────────────────────────────
 
-const children = new Set();
-let tempDir;
-let cleaning;
-
-const log = (msg) => process.stderr.write(`[bench] ${msg}\n`);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** Spawn a node script; keep the tail of its output; track its exit. */
-function spawnNode(name, args, { env = process.env, ipc = false } = {}) {
-  const child = spawn(process.execPath, args, {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe', ...(ipc ? ['ipc'] : [])],
-  });
-  const proc = { name, child, output: '', exit: undefined };
-  const keep = (chunk) => {
-    proc.output += chunk.toString();
-    if (proc.output.length > 64 * 1024) proc.output = proc.output.slice(-32 * 1024);
-  };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  proc.exited = new Promise((resolve) =>
-    child.on('exit', (code, signal) => {
-      proc.exit = { code, signal };
-      children.delete(proc);
-      resolve(proc.exit);
-    }),
-  );
-  child.on('error', (err) => keep(`spawn error: ${err.message}\n`));
-  children.add(proc);
-  return proc;
-}
-
-const tail = (text, lines = 15) => text.trimEnd().split('\n').slice(-lines).join('\n');
-const describeExit = (e) => (e.signal ? `signal ${e.signal}` : `code ${e.code}`);
+const log = makeLog('bench');
+installCleanup({ log, relayGraceMs: 8000 });
 
 // What the relay logs (warn and above, pino JSON), grouped by the phase of the run it was logged in.
 let currentPhase = 'start-up';
@@ -171,19 +148,6 @@ const setPhase = (p) => {
 };
 const relayLog = new Map();
 const PINO_LEVELS = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
-
-function collectRelayLog(stream) {
-  let buf = '';
-  stream.on('data', (chunk) => {
-    buf += chunk.toString();
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      recordRelayLine(buf.slice(0, i));
-      buf = buf.slice(i + 1);
-    }
-    if (buf.length > 1_000_000) buf = ''; // a runaway line: drop it
-  });
-}
 
 function recordRelayLine(line) {
   if (!line.trim()) return;
@@ -206,124 +170,6 @@ function recordRelayLine(line) {
   const entry = relayLog.get(key);
   if (entry) entry.count++;
   else if (relayLog.size < 200) relayLog.set(key, { phase: currentPhase, level, msg, count: 1 });
-}
-
-/** Start one of our helper scripts and read the {"port","url"} line it prints. */
-async function startHelper(name, script, args) {
-  const proc = spawnNode(name, [path.join(BENCH_DIR, script), ...args], { ipc: true });
-  proc.url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not print its port within 15 s:\n${tail(proc.output)}`)), 15_000);
-    const onData = () => {
-      const line = proc.output.split('\n').find((l) => l.startsWith('{'));
-      if (!line) return;
-      try {
-        const { url } = JSON.parse(line);
-        clearTimeout(timer);
-        proc.child.stdout.off('data', onData);
-        resolve(url);
-      } catch {
-        /* a partial line: wait for more */
-      }
-    };
-    proc.child.stdout.on('data', onData);
-    void proc.exited.then((e) => {
-      clearTimeout(timer);
-      reject(new Error(`${name} exited with ${describeExit(e)} before listening:\n${tail(proc.output)}`));
-    });
-  });
-  return proc;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-/** Start the built relay on a free port and wait for /healthz. */
-async function startRelay(cli, upstreamUrl, dataDir, extraEnv) {
-  if (!existsSync(cli)) throw new Error(`${path.relative(ROOT, cli)} is missing: run \`npm run bench\` (it builds first) or \`npm run build\``);
-  const env = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    // a RELAY_* setting of the caller's shell must not change what is measured
-    if (!k.startsWith('RELAY_') && k !== 'PORT' && k !== 'HOST') env[k] = v;
-  }
-  let lastError;
-  for (let attempt = 1; attempt <= 3; attempt++) {
-    const port = await freePort();
-    Object.assign(env, {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      RELAY_UPSTREAM_URL: upstreamUrl,
-      RELAY_DATA_DIR: dataDir,
-      RELAY_LOG_LEVEL: 'warn',
-      ...extraEnv,
-    });
-    const proc = spawnNode('relay', [cli], { env });
-    collectRelayLog(proc.child.stdout);
-    collectRelayLog(proc.child.stderr);
-    proc.url = `http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 30_000;
-    while (Date.now() < deadline && !proc.exit) {
-      try {
-        const res = await request(`${proc.url}/healthz`, { headersTimeout: 1000, bodyTimeout: 1000 });
-        await res.body.dump();
-        if (res.statusCode === 200) return proc;
-      } catch {
-        /* not listening yet */
-      }
-      await sleep(100);
-    }
-    if (!proc.exit) {
-      proc.child.kill('SIGKILL');
-      await proc.exited;
-      throw new Error(`relay did not answer 200 on /healthz within 30 s:\n${tail(proc.output)}`);
-    }
-    lastError = new Error(`relay exited with ${describeExit(proc.exit)} before it was ready:\n${tail(proc.output)}`);
-    if (!/EADDRINUSE/.test(proc.output)) break; // only a lost port race is worth another try
-  }
-  throw lastError;
-}
-
-async function stopChild(proc, graceMs) {
-  if (proc.exit) return;
-  proc.child.kill('SIGTERM');
-  const timer = setTimeout(() => proc.child.kill('SIGKILL'), graceMs);
-  await proc.exited;
-  clearTimeout(timer);
-}
-
-function cleanup() {
-  cleaning ??= (async () => {
-    // the relay first (SIGTERM: it flushes its reports), then the proxy, then the upstream
-    const order = ['relay', 'bare proxy', 'fake upstream'];
-    const procs = [...children].sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
-    for (const p of procs) p.expectedExit = true;
-    for (const p of procs) await stopChild(p, p.name === 'relay' ? 8000 : 3000);
-    if (tempDir) {
-      await rm(tempDir, { recursive: true, force: true, maxRetries: 3 });
-      tempDir = undefined;
-    }
-  })();
-  return cleaning;
-}
-
-// last resort, synchronous: nothing may outlive this process
-process.on('exit', () => {
-  for (const p of children) p.child.kill('SIGKILL');
-  if (tempDir) rmSync(tempDir, { recursive: true, force: true });
-});
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.once(sig, () => {
-    log(`${sig}: stopping the servers`);
-    cleanup().finally(() => process.exit(130));
-  });
 }
 
 // ───────────────────────────── requests and checks ─────────────────────────────
@@ -818,9 +664,16 @@ async function main() {
   let relayError;
   let relay;
   if (wantRelay) {
-    tempDir = await mkdtemp(path.join(os.tmpdir(), 'llm-relay-bench-'));
+    const dataDir = await makeTempDir('llm-relay-bench-');
     try {
-      relay = await startRelay(opts.relayCli, upstream.url, tempDir, opts.relayEnv);
+      relay = await startRelay({
+        cli: opts.relayCli,
+        upstreamUrl: upstream.url,
+        dataDir,
+        env: opts.relayEnv,
+        onLogLine: recordRelayLine,
+        buildCommand: 'npm run bench',
+      });
       urls['relay-miss'] = urls['relay-hit'] = relay.url;
       procs['relay-miss'] = procs['relay-hit'] = [relay, upstream];
     } catch (err) {

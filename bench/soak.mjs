@@ -22,18 +22,24 @@
 //
 //   npm run soak                       (builds first)   ·   node bench/soak.mjs --minutes 1   ·   -h for options
 import { Agent, request } from 'undici';
-import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import {
+  ROOT,
+  cleanup,
+  describeExit,
+  installCleanup,
+  makeLog,
+  makeTempDir,
+  sleep,
+  startHelper,
+  startRelay,
+  stopChild,
+} from './lib/processes.mjs';
 
-const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(BENCH_DIR, '..');
 const ENDPOINT = '/v1/chat/completions';
 const MODEL = 'gpt-4o-mini';
 const AUTH = 'Bearer sk-soak';
@@ -107,179 +113,25 @@ function parseOptions(argv) {
   return opts;
 }
 
-// ───────────────────────────── child processes and cleanup (as bench/run.mjs) ─────────────────────────────
+// ───────────────────────────── child processes and the relay's log ─────────────────────────────
 
-const children = new Set();
-let tempDir;
-let cleaning;
-
-const log = (msg) => process.stderr.write(`[soak] ${msg}\n`);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const tail = (text, lines = 15) => text.trimEnd().split('\n').slice(-lines).join('\n');
-const describeExit = (e) => (e.signal ? `signal ${e.signal}` : `code ${e.code}`);
-
-function spawnNode(name, args, { env = process.env, ipc = false } = {}) {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe', ...(ipc ? ['ipc'] : [])] });
-  const proc = { name, child, output: '', exit: undefined };
-  const keep = (chunk) => {
-    proc.output += chunk.toString();
-    if (proc.output.length > 64 * 1024) proc.output = proc.output.slice(-32 * 1024);
-  };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  proc.exited = new Promise((resolve) =>
-    child.on('exit', (code, signal) => {
-      proc.exit = { code, signal };
-      children.delete(proc);
-      resolve(proc.exit);
-    }),
-  );
-  child.on('error', (err) => keep(`spawn error: ${err.message}\n`));
-  children.add(proc);
-  return proc;
-}
+const log = makeLog('soak');
+installCleanup({ log, relayGraceMs: 12_000 });
 
 /** What the relay logs at warn and above (pino JSON), counted by level and message. */
 const relayLog = new Map();
 const PINO_LEVELS = { 40: 'warn', 50: 'error', 60: 'fatal' };
-function collectRelayLog(stream) {
-  let buf = '';
-  stream.on('data', (chunk) => {
-    buf += chunk.toString();
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i).trim();
-      buf = buf.slice(i + 1);
-      if (!line) continue;
-      let key = `output: ${line.slice(0, 200)}`;
-      try {
-        const j = JSON.parse(line);
-        key = `${PINO_LEVELS[j.level] ?? j.level}: ${j.msg ?? ''}${j.err ? ` — ${j.err.type ?? 'Error'}: ${j.err.message}` : ''}`;
-      } catch {
-        /* plain text */
-      }
-      if (relayLog.has(key) || relayLog.size < 100) relayLog.set(key, (relayLog.get(key) ?? 0) + 1);
-    }
-    if (buf.length > 1_000_000) buf = '';
-  });
-}
-
-async function startHelper(name, script, args) {
-  const proc = spawnNode(name, [path.join(BENCH_DIR, script), ...args], { ipc: true });
-  proc.url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not print its port within 15 s:\n${tail(proc.output)}`)), 15_000);
-    const onData = () => {
-      const line = proc.output.split('\n').find((l) => l.startsWith('{'));
-      if (!line) return;
-      try {
-        const { url } = JSON.parse(line);
-        clearTimeout(timer);
-        proc.child.stdout.off('data', onData);
-        resolve(url);
-      } catch {
-        /* a partial line */
-      }
-    };
-    proc.child.stdout.on('data', onData);
-    void proc.exited.then((e) => {
-      clearTimeout(timer);
-      reject(new Error(`${name} exited with ${describeExit(e)} before listening:\n${tail(proc.output)}`));
-    });
-  });
-  return proc;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function startRelay(cli, upstreamUrl, dataDir, extraEnv) {
-  if (!existsSync(cli)) throw new Error(`${path.relative(ROOT, cli)} is missing: run \`npm run soak\` (it builds first) or \`npm run build\``);
-  const env = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    // a RELAY_* setting of the caller's shell must not change what is tested
-    if (!k.startsWith('RELAY_') && k !== 'PORT' && k !== 'HOST') env[k] = v;
+function recordRelayLine(raw) {
+  const line = raw.trim();
+  if (!line) return;
+  let key = `output: ${line.slice(0, 200)}`;
+  try {
+    const j = JSON.parse(line);
+    key = `${PINO_LEVELS[j.level] ?? j.level}: ${j.msg ?? ''}${j.err ? ` — ${j.err.type ?? 'Error'}: ${j.err.message}` : ''}`;
+  } catch {
+    /* plain text */
   }
-  let lastError;
-  for (let attempt = 1; attempt <= 3; attempt++) {
-    const port = await freePort();
-    Object.assign(env, {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      RELAY_UPSTREAM_URL: upstreamUrl,
-      RELAY_DATA_DIR: dataDir,
-      RELAY_CACHE_URL: 'sqlite',
-      RELAY_REPORTS_URL: 'sqlite',
-      RELAY_LOG_LEVEL: 'warn',
-      ...extraEnv,
-    });
-    const proc = spawnNode('relay', [cli], { env });
-    collectRelayLog(proc.child.stdout);
-    collectRelayLog(proc.child.stderr);
-    proc.url = `http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 30_000;
-    while (Date.now() < deadline && !proc.exit) {
-      try {
-        const res = await request(`${proc.url}/healthz`, { headersTimeout: 1000, bodyTimeout: 1000 });
-        await res.body.dump();
-        if (res.statusCode === 200) return proc;
-      } catch {
-        /* not listening yet */
-      }
-      await sleep(100);
-    }
-    if (!proc.exit) {
-      proc.child.kill('SIGKILL');
-      await proc.exited;
-      throw new Error(`relay did not answer 200 on /healthz within 30 s:\n${tail(proc.output)}`);
-    }
-    lastError = new Error(`relay exited with ${describeExit(proc.exit)} before it was ready:\n${tail(proc.output)}`);
-    if (!/EADDRINUSE/.test(proc.output)) break;
-  }
-  throw lastError;
-}
-
-async function stopChild(proc, graceMs) {
-  if (proc.exit) return proc.exit;
-  proc.child.kill('SIGTERM');
-  const timer = setTimeout(() => proc.child.kill('SIGKILL'), graceMs);
-  const exit = await proc.exited;
-  clearTimeout(timer);
-  return exit;
-}
-
-function cleanup() {
-  cleaning ??= (async () => {
-    // the relay first (SIGTERM: it flushes its reports), then the upstream
-    const order = ['relay', 'fake upstream'];
-    const procs = [...children].sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
-    for (const p of procs) await stopChild(p, p.name === 'relay' ? 12_000 : 3000);
-    if (tempDir) {
-      await rm(tempDir, { recursive: true, force: true, maxRetries: 3 });
-      tempDir = undefined;
-    }
-  })();
-  return cleaning;
-}
-
-// last resort, synchronous: nothing may outlive this process
-process.on('exit', () => {
-  for (const p of children) p.child.kill('SIGKILL');
-  if (tempDir) rmSync(tempDir, { recursive: true, force: true });
-});
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.once(sig, () => {
-    log(`${sig}: stopping the servers`);
-    cleanup().finally(() => process.exit(130));
-  });
+  if (relayLog.has(key) || relayLog.size < 100) relayLog.set(key, (relayLog.get(key) ?? 0) + 1);
 }
 
 // ───────────────────────────── the workload ─────────────────────────────
@@ -505,8 +357,15 @@ async function main() {
   let exitCode = 1;
   try {
     const upstream = await startHelper('fake upstream', 'fake-upstream.mjs', ['--host', '127.0.0.1', '--port', '0']);
-    tempDir = await mkdtemp(path.join(os.tmpdir(), 'llm-relay-soak-'));
-    const relay = await startRelay(opts.relayCli, upstream.url, tempDir, opts.relayEnv);
+    const tempDir = await makeTempDir('llm-relay-soak-');
+    const relay = await startRelay({
+      cli: opts.relayCli,
+      upstreamUrl: upstream.url,
+      dataDir: tempDir,
+      env: { RELAY_CACHE_URL: 'sqlite', RELAY_REPORTS_URL: 'sqlite', ...opts.relayEnv },
+      onLogLine: recordRelayLine,
+      buildCommand: 'npm run soak',
+    });
     const pid = relay.child.pid;
     log(
       `relay pid ${pid} on ${relay.url} (sqlite cache and reports in ${tempDir}), upstream ${upstream.url}; ` +

@@ -112,6 +112,8 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
       lastStoreError = Date.now();
       logger.warn({ err, outboxDepth: outbox.depth }, 'report store failed: reports go to the outbox');
     },
+    onQuarantined: (count) =>
+      logger.error({ count, file: join(config.dataDir, 'outbox.rejected.ndjson') }, 'the report store refused reports it should take: kept aside'),
     store: reportStore,
     prices: loadPriceTable(config.pricesFile),
     flushMs: config.reportFlushMs,

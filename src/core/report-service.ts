@@ -26,6 +26,7 @@ export interface ReportServiceOptions {
   outbox?: OutboxFile;
   outboxRetryMs?: number;
   onStoreError?: (err: unknown) => void;
+  onQuarantined?: (count: number) => void;
   now?: () => number;
 }
 
@@ -55,6 +56,7 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
     retryMs: opts.outboxRetryMs ?? 1000,
     ...(opts.outbox ? { outbox: opts.outbox } : {}),
     ...(opts.onStoreError ? { onStoreError: opts.onStoreError } : {}),
+    ...(opts.onQuarantined ? { onQuarantined: opts.onQuarantined } : {}),
   });
 
   const prepare: ReportService['prepare'] = (input, id, known) => {

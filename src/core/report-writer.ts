@@ -16,6 +16,7 @@ export interface ReportWriterOptions {
   retryMs: number;
   onStoreError?: (err: unknown) => void;
   onDelivered?: (count: number) => void;
+  onQuarantined?: (count: number) => void;
 }
 
 export interface ReportWriter {
@@ -32,6 +33,8 @@ export interface ReportWriter {
   readonly dropped: number;
   /** reports waiting in the outbox */
   readonly outboxDepth: number;
+  /** reports the store refused while up, kept in the outbox's quarantine file */
+  readonly quarantined: number;
 }
 
 interface Waiting {
@@ -47,6 +50,7 @@ export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
   let inFlight: Promise<void> | undefined;
   let written = 0;
   let dropped = 0;
+  let quarantined = 0;
   let delivering: Promise<void> | undefined;
   let closed = false;
   let retryTimer: NodeJS.Timeout | undefined;
@@ -111,23 +115,61 @@ export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
     });
   }
 
+  /**
+   * A batch the store refuses while it answers pings holds a report it will never take (a bug, not an
+   * outage): the batch is split so that report is set aside in the quarantine file (durable, for a human)
+   * instead of blocking every report behind it. Returns how many the store took, or undefined when the
+   * store itself is down.
+   */
+  async function deliverOneByOne(batch: StoredReport[]): Promise<number | undefined> {
+    try {
+      await store.ping();
+    } catch {
+      return undefined;
+    }
+    let taken = 0;
+    const refused: StoredReport[] = [];
+    for (const report of batch) {
+      try {
+        await store.insertMany([report]);
+        taken++;
+      } catch (err) {
+        opts.onStoreError?.(err);
+        refused.push(report);
+      }
+    }
+    // If it took none, the store refuses writes altogether (a full disk answers pings): an outage, retried.
+    // Only reports refused beside others it took are singled out.
+    if (taken === 0) return undefined;
+    if (refused.length > 0) {
+      await outbox!.quarantine(refused);
+      quarantined += refused.length;
+      opts.onQuarantined?.(refused.length);
+    }
+    return taken;
+  }
+
   async function deliver(): Promise<void> {
     while (outbox && outbox.depth > 0 && !closed) {
       const batch = await outbox.peek(opts.batchMax);
       if (batch.length === 0) return;
+      let taken: number | undefined = batch.length;
       try {
         await store.insertMany(batch);
       } catch (err) {
         opts.onStoreError?.(err);
+        taken = await deliverOneByOne(batch);
+      }
+      if (taken === undefined) {
         await new Promise<void>((resolve) => {
           wakeRetry = resolve;
           retryTimer = setTimeout(resolve, opts.retryMs);
         });
         continue;
       }
-      written += batch.length;
+      written += taken;
       await outbox.ack(batch.length);
-      opts.onDelivered?.(batch.length);
+      opts.onDelivered?.(taken);
     }
   }
 
@@ -165,6 +207,9 @@ export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
     },
     get outboxDepth() {
       return outbox?.depth ?? 0;
+    },
+    get quarantined() {
+      return quarantined;
     },
   };
 }

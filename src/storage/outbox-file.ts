@@ -14,6 +14,8 @@ export interface OutboxFile {
   peek(max: number): Promise<StoredReport[]>;
   /** Marks the first `n` reports of the last peek as delivered. */
   ack(n: number): Promise<void>;
+  /** Keeps reports the store refuses although it answers (a bug, not an outage) in `<name>.rejected.ndjson`. */
+  quarantine(reports: StoredReport[]): Promise<void>;
   /** reports waiting */
   readonly depth: number;
   close(): Promise<void>;
@@ -101,6 +103,16 @@ export async function openOutboxFile(path: string): Promise<OutboxFile> {
           readOffset = 0;
           size = 0;
           depth = 0;
+        }
+      }),
+    quarantine: (reports) =>
+      serial(async () => {
+        const q = await open(path.replace(/\.ndjson$/, '') + '.rejected.ndjson', 'a');
+        try {
+          await q.write(reports.map((r) => `${JSON.stringify(r)}\n`).join(''));
+          await q.datasync();
+        } finally {
+          await q.close();
         }
       }),
     close: () => serial(() => fh.close()),

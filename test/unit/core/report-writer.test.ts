@@ -114,3 +114,30 @@ describe('report writer', () => {
     expect(await readFile(path, 'utf8')).toBe('');
   });
 });
+
+describe('a report the store refuses while it is up', () => {
+  it('is set aside in the quarantine file instead of blocking the reports behind it', async () => {
+    const dir = await tempDir();
+    dirs.push(dir);
+    const s = flakyStore();
+    const insert = s.store.insertMany.bind(s.store);
+    (s.store as { insertMany: ReportStore['insertMany'] }).insertMany = async (reports) => {
+      if (reports.some((r) => r.id === report(3).id)) throw new Error('constraint violation');
+      return insert(reports);
+    };
+    (s.store as { ping: ReportStore['ping'] }).ping = async () => {};
+    const outbox = await openOutboxFile(join(dir, 'outbox.ndjson'));
+    const w = createReportWriter({ store: s.store, outbox, flushMs: 1, batchMax: 10, retryMs: 10 });
+    await Promise.all(Array.from({ length: 6 }, (_, i) => w.write(report(i))));
+    for (let i = 0; i < 100 && w.outboxDepth > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(w.outboxDepth).toBe(0);
+    expect(s.order).toEqual([0, 1, 2, 4, 5].map((i) => report(i).id));
+    expect(w.quarantined).toBe(1);
+    expect(w.dropped).toBe(0);
+    const { readFile } = await import('node:fs/promises');
+    const kept = (await readFile(join(dir, 'outbox.rejected.ndjson'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l).id);
+    expect(kept).toEqual([report(3).id]);
+    await w.close();
+    await outbox.close();
+  });
+});
