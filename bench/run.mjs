@@ -17,21 +17,8 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
-import {
-  BENCH_DIR,
-  ROOT,
-  cleanup,
-  describeExit,
-  installCleanup,
-  makeLog,
-  makeTempDir,
-  sleep,
-  startHelper,
-  startRelay,
-  stopChild,
-  tail,
-} from './lib/processes.mjs';
+import { exitOnProblems, parseCommandLine, parseRelayEnv } from './lib/options.mjs';
+import { BENCH_DIR, ROOT, cleanup, describeExit, installCleanup, makeLog, makeTempDir, sleep, startHelper, startRelay, stopChild, tail } from './lib/processes.mjs';
 
 const CLI = path.join(ROOT, 'dist', 'cli.js');
 const ENDPOINT = '/v1/chat/completions';
@@ -62,9 +49,9 @@ Options (each also read from the environment variable shown):
 `;
 
 function parseOptions(argv) {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
+  const values = parseCommandLine(
+    argv,
+    {
       connections: { type: 'string' },
       duration: { type: 'string' },
       warmup: { type: 'string' },
@@ -78,14 +65,9 @@ function parseOptions(argv) {
       out: { type: 'string' },
       'no-write': { type: 'boolean' },
       strict: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
     },
-    strict: true,
-  });
-  if (values.help) {
-    process.stdout.write(HELP);
-    process.exit(0);
-  }
+    HELP,
+  );
   const problems = [];
   const num = (name, env, dflt, min, integer = true) => {
     const raw = values[name] ?? process.env[env] ?? String(dflt);
@@ -106,16 +88,11 @@ function parseOptions(argv) {
     out: path.resolve(values.out ?? process.env.BENCH_OUT ?? path.join(BENCH_DIR, 'results.md')),
     write: !values['no-write'],
     strict: Boolean(values.strict),
-    relayEnv: {},
+    relayEnv: parseRelayEnv(values['relay-env'], problems),
     relayCli: path.resolve(values['relay-cli'] ?? process.env.BENCH_RELAY_CLI ?? CLI),
     targets: ['direct', 'bare', 'relay-miss', 'relay-hit'],
     modes: ['json', 'stream'],
   };
-  for (const kv of values['relay-env'] ?? []) {
-    const eq = kv.indexOf('=');
-    if (eq <= 0) problems.push(`--relay-env expects KEY=VALUE, got "${kv}"`);
-    else opts.relayEnv[kv.slice(0, eq)] = kv.slice(eq + 1);
-  }
   const only = (values.only ?? process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   if (only.length > 0) {
     const targets = new Set();
@@ -129,10 +106,7 @@ function parseOptions(argv) {
     if (targets.size > 0) opts.targets = opts.targets.filter((t) => targets.has(t));
     if (modes.size > 0) opts.modes = opts.modes.filter((m) => modes.has(m));
   }
-  if (problems.length > 0) {
-    process.stderr.write(`bench: ${problems.join('\n       ')}\n\n${HELP}`);
-    process.exit(2);
-  }
+  exitOnProblems('bench', problems, HELP);
   return opts;
 }
 

@@ -26,19 +26,8 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
-import {
-  ROOT,
-  cleanup,
-  describeExit,
-  installCleanup,
-  makeLog,
-  makeTempDir,
-  sleep,
-  startHelper,
-  startRelay,
-  stopChild,
-} from './lib/processes.mjs';
+import { exitOnProblems, parseCommandLine, parseRelayEnv } from './lib/options.mjs';
+import { ROOT, cleanup, describeExit, installCleanup, makeLog, makeTempDir, sleep, startHelper, startRelay, stopChild } from './lib/processes.mjs';
 
 const ENDPOINT = '/v1/chat/completions';
 const MODEL = 'gpt-4o-mini';
@@ -62,9 +51,9 @@ Options (each also read from the environment variable shown):
 `;
 
 function parseOptions(argv) {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
+  const values = parseCommandLine(
+    argv,
+    {
       minutes: { type: 'string' },
       workers: { type: 'string' },
       rps: { type: 'string' },
@@ -72,14 +61,9 @@ function parseOptions(argv) {
       sample: { type: 'string' },
       'relay-env': { type: 'string', multiple: true },
       'relay-cli': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
     },
-    strict: true,
-  });
-  if (values.help) {
-    process.stdout.write(HELP);
-    process.exit(0);
-  }
+    HELP,
+  );
   const problems = [];
   const num = (name, env, dflt, min, integer) => {
     const raw = values[name] ?? process.env[env] ?? (dflt === undefined ? undefined : String(dflt));
@@ -98,18 +82,10 @@ function parseOptions(argv) {
     warmupMs: (num('warmup', 'SOAK_WARMUP', undefined, 0, false) ?? Math.min(15, (minutes * 60) / 4)) * 1000,
     sampleMs: num('sample', 'SOAK_SAMPLE', 10, 1, false) * 1000,
     relayCli: path.resolve(values['relay-cli'] ?? process.env.SOAK_RELAY_CLI ?? path.join(ROOT, 'dist', 'cli.js')),
-    relayEnv: {},
+    relayEnv: parseRelayEnv(values['relay-env'], problems),
   };
-  for (const kv of values['relay-env'] ?? []) {
-    const eq = kv.indexOf('=');
-    if (eq <= 0) problems.push(`--relay-env expects KEY=VALUE, got "${kv}"`);
-    else opts.relayEnv[kv.slice(0, eq)] = kv.slice(eq + 1);
-  }
   if (opts.warmupMs >= opts.durationMs) problems.push(`--warmup must be shorter than the run (${minutes} min)`);
-  if (problems.length > 0) {
-    process.stderr.write(`soak: ${problems.join('\n      ')}\n\n${HELP}`);
-    process.exit(2);
-  }
+  exitOnProblems('soak', problems, HELP);
   return opts;
 }
 
