@@ -12,7 +12,7 @@ export interface CachedResponse {
   sse?: string;
   /** the report of the exchange that filled the entry */
   reportId?: string;
-  /** what that exchange cost, i.e. what each hit avoids */
+  /** what that exchange cost (entries of earlier versions; a hit otherwise derives it from the body) */
   costUsd?: number | null;
   /** size and sha256 of the JSON answer as it came from upstream (hit reports reuse them) */
   bodyBytes?: number;

@@ -66,8 +66,9 @@ export function createExchange(opts: ExchangeOptions): Exchange {
   }
 
   function record(facts: ExchangeFacts, id: string): void {
-    const report = opts.reports.prepare(proxyReport(facts), id, knownFacts(facts));
-    opts.reports.commit(report).catch((err: unknown) => opts.log.error({ err, reportId: id }, 'report not written'));
+    opts.reports.recordLater(proxyReport(facts), id, knownFacts(facts), (err: unknown) =>
+      opts.log.error({ err, reportId: id }, 'report not written'),
+    );
   }
 
   function answer(hit: CacheHit | { response: CachedResponse; createdAt?: number; payload?: string }, status: CacheStatus, base: Base): ProxyResponse {
@@ -92,7 +93,8 @@ export function createExchange(opts: ExchangeOptions): Exchange {
         cacheStatus: status,
         outcome: 'complete',
         ...(cached.reportId ? { originReportId: cached.reportId } : {}),
-        costSavedUsd: cached.costUsd ?? null,
+        // Entries written by older versions carry the original cost; otherwise it is derived from the body.
+        ...(typeof cached.costUsd === 'number' ? { costSavedUsd: cached.costUsd } : {}),
       },
       base.id,
     );
@@ -208,9 +210,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
                 opts.log.warn({ err }, 'cache write failed');
               });
         },
-        prepareReport: (facts) => opts.reports.prepare(proxyReport(facts), id, knownFacts(facts)),
-        commitReport: (report) =>
-          opts.reports.commit(report).catch((err: unknown) => opts.log.error({ err, reportId: id }, 'report not written')),
+        report: (facts) => record(facts, id),
         onFailed: () => settle?.(undefined),
         telemetry,
       });

@@ -3,7 +3,6 @@
 // errored or truncated answer.
 import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { StoredReport } from '../storage/report-store.js';
 import type { UpstreamClient } from '../upstream/upstream-client.js';
 import { captureBody } from './captured-body.js';
 import type { CachedResponse } from './cached-response.js';
@@ -26,8 +25,8 @@ export interface ForwardArgs {
   onStored(cached: CachedResponse | undefined): void;
   /** called when no answer came at all */
   onFailed(): void;
-  prepareReport(facts: ExchangeFacts): StoredReport;
-  commitReport(report: StoredReport): void;
+  /** records the exchange's one report */
+  report(facts: ExchangeFacts): void;
   telemetry: Telemetry;
 }
 
@@ -75,18 +74,16 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
     const aborted = req.signal.aborted;
     const e = err as Error & { statusCode?: number; code?: string };
     const status = aborted ? 499 : (e.statusCode ?? 502);
-    a.commitReport(
-      a.prepareReport({
-        ...base.facts,
-        endedAt: Date.now(),
-        status,
-        responseBody: aborted ? undefined : { error: { code: e.code, message: e.message } },
-        streamed: false,
-        cacheStatus: a.status,
-        outcome: aborted ? 'client-abort' : 'upstream-error',
-        error: e.message,
-      }),
-    );
+    a.report({
+      ...base.facts,
+      endedAt: Date.now(),
+      status,
+      responseBody: aborted ? undefined : { error: { code: e.code, message: e.message } },
+      streamed: false,
+      cacheStatus: a.status,
+      outcome: aborted ? 'client-abort' : 'upstream-error',
+      error: e.message,
+    });
     if (!aborted) a.telemetry.exchange({ route: base.route, cacheStatus: a.status, status, overheadMs: performance.now() - base.t0 });
     throw aborted ? err : withHeaders(e, base.relayHeaders(a.status));
   }
@@ -112,7 +109,7 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
       body = parseJson(text);
       if (body !== undefined) raw = knownBody(text);
     }
-    const report = a.prepareReport({
+    a.report({
       ...base.facts,
       endedAt: Date.now(),
       status: res.status,
@@ -132,13 +129,11 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
             headers: replayHeaders(res.headers),
             body: body ?? null,
             ...(isSse ? { sse: text } : {}),
-            reportId: report.id,
-            costUsd: report.costUsd,
+            reportId: base.id,
             ...(raw ? { bodyBytes: raw.bytes, bodySha256: raw.sha256 } : {}),
           }
         : undefined,
     );
-    a.commitReport(report);
   };
 
   // Paused first, so the copy starts with the first byte only once the client's pipe is attached.

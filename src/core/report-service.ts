@@ -37,6 +37,11 @@ export interface ReportService {
   prepare(input: ReportInput, id?: string, known?: { request?: KnownBody; response?: KnownBody }): StoredReport;
   /** Writes a prepared report; resolves once it is durable. */
   commit(report: StoredReport): Promise<void>;
+  /**
+   * Derives and writes a report a moment later, off the path of the next request (the proxy's reports are
+   * never awaited by a client). flush() waits for these too. Failures go to `onError`.
+   */
+  recordLater(input: ReportInput, id: string, known: { request?: KnownBody; response?: KnownBody }, onError: (err: unknown) => void): void;
   get(id: string): Promise<StoredReport | undefined>;
   list(query: ReportQuery): Promise<ReportPage>;
   stats(filter: ReportFilter, groupBy?: StatsGroupBy): Promise<StatsResult>;
@@ -46,6 +51,9 @@ export interface ReportService {
   readonly writer: ReportWriter;
   readonly prices: PriceTable;
 }
+
+/** How long recordLater waits: enough for a waiting request to be read first, nothing a report notices. */
+const DEFER_MS = 1;
 
 export function createReportService(opts: ReportServiceOptions): ReportService {
   const now = opts.now ?? Date.now;
@@ -66,6 +74,16 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
   };
   const commit = (report: StoredReport): Promise<void> => unavailableAs503(writer.write(report));
 
+  // Reports scheduled by recordLater and not yet handed to the writer.
+  let deferred = 0;
+  let deferredDone: Array<() => void> = [];
+  const settleDeferred = () => {
+    if (--deferred > 0) return;
+    const waiting = deferredDone;
+    deferredDone = [];
+    for (const resolve of waiting) resolve();
+  };
+
   return {
     writer,
     prices: opts.prices,
@@ -76,11 +94,30 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
       await commit(report);
       return report;
     },
+    recordLater(input, id, known, onError) {
+      deferred++;
+      // A timer, not setImmediate: the next request's bytes, arriving meanwhile, are read first.
+      setTimeout(() => {
+        try {
+          commit(prepare(input, id, known)).catch(onError);
+        } catch (err) {
+          onError(err);
+        } finally {
+          settleDeferred();
+        }
+      }, DEFER_MS);
+    },
     get: (id) => unavailableAs503(opts.store.get(id)),
     list: (query) => unavailableAs503(opts.store.list(query)),
     stats: (filter, groupBy) => unavailableAs503(opts.store.stats(filter, groupBy)),
-    flush: () => writer.flush(),
-    close: () => writer.close(),
+    async flush() {
+      if (deferred > 0) await new Promise<void>((resolve) => deferredDone.push(resolve));
+      await writer.flush();
+    },
+    async close() {
+      await this.flush();
+      await writer.close();
+    },
   };
 }
 
