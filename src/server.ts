@@ -5,6 +5,8 @@ import { type AppOverrides, type Relay, buildApp } from './app.js';
 
 /** How long after the grace period a shutdown may still take (flushing reports, closing stores). */
 const HARD_EXIT_AFTER_GRACE_MS = 10_000;
+/** How often a draining server closes the connections that have gone idle. */
+const IDLE_SWEEP_MS = 100;
 
 export async function startServer(config: Readonly<RelayConfig>, overrides: AppOverrides = {}): Promise<Relay> {
   const relay = await buildApp(config, overrides);
@@ -33,8 +35,13 @@ export async function startServer(config: Readonly<RelayConfig>, overrides: AppO
       process.exit(1);
     }, config.shutdownGraceMs + HARD_EXIT_AFTER_GRACE_MS);
     hard.unref();
+    // A keep-alive connection whose last answer (a stream, say) ends during the drain would otherwise stay
+    // open until its keep-alive timeout, holding the close for the whole grace period.
+    const idle = setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_MS);
+    idle.unref();
     app.close().then(
       () => {
+        clearInterval(idle);
         clearTimeout(force);
         clearTimeout(hard);
         app.log.info('stopped');

@@ -33,6 +33,7 @@ export function createSqliteWriter(opts: { file: string; insertSql: string; busy
       const p = pending.get(msg.id);
       if (!p) return;
       pending.delete(msg.id);
+      if (pending.size === 0) w.unref();
       if (msg.ok) p.resolve();
       else p.reject(new Error(msg.message));
     });
@@ -41,7 +42,8 @@ export function createSqliteWriter(opts: { file: string; insertSql: string; busy
       if (worker === w) worker = undefined;
       failAll(new Error(`the SQLite writer thread exited (${code})`));
     });
-    // The thread alone must not keep the process alive; pending batches are awaited by their callers.
+    // An idle thread must not keep the process alive, but a batch in flight must: at shutdown, after the
+    // server has closed, it may be the only thing left, and its reports would be lost if the process ended.
     w.unref();
     return w;
   }
@@ -51,6 +53,7 @@ export function createSqliteWriter(opts: { file: string; insertSql: string; busy
     const id = nextId++;
     return new Promise<void>((resolve, reject) => {
       pending.set(id, { resolve, reject });
+      worker!.ref();
       worker!.postMessage({ id, ...msg });
     });
   }

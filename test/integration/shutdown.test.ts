@@ -39,7 +39,11 @@ describe('graceful shutdown', () => {
       text += Buffer.from(value).toString();
     }
     expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    // Once the stream is done, the drain does not sit out the grace period (10 s by default) on the idle
+    // keep-alive connection: it closes it and exits.
+    const ended = Date.now();
     expect(await relay.exited).toEqual({ code: 0, signal: null });
+    expect(Date.now() - ended).toBeLessThan(5_000);
 
     const again = await spawnRelay(env);
     try {
