@@ -3,56 +3,25 @@
 // the token hand-over. Plus the plain HTTP facts of the three files. Chromium missing is a failure that
 // says how to install it, never a skip.
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Relay, buildApp } from '../../src/app.js';
-import { type RelayConfig, loadConfig } from '../../src/config.js';
-import { DASHBOARD_PATHS, dashboardRoutes } from '../../src/http/dashboard-routes.js';
+import type { RelayConfig } from '../../src/config.js';
+import { DASHBOARD_PATHS } from '../../src/http/dashboard-routes.js';
+import { type TestRelay, startRelay } from '../helpers/relay.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ARTIFACTS = join(ROOT, 'test/artifacts');
 
-// ---- a relay with the dashboard (registered here only while app.ts does not register it itself)
+// ---- a relay (app.ts registers /dashboard itself)
 
-interface DashboardRelay extends Relay {
-  url: string;
-  logs: string[];
-  close(): Promise<void>;
-}
+type DashboardRelay = TestRelay;
 
-async function startDashboardRelay(settings: Partial<RelayConfig> = {}): Promise<DashboardRelay> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'llm-relay-dashboard-'));
-  const config = loadConfig({
-    env: {},
-    overrides: { port: 0, logLevel: 'warn', cacheUrl: 'memory', reportsUrl: 'sqlite', reportFlushMs: 1, ...settings, dataDir },
-  });
-  const logs: string[] = [];
-  const logStream = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      logs.push(chunk.toString());
-      cb();
-    },
-  });
-  const relay = await buildApp(config, { logStream });
-  if (!relay.app.hasRoute({ method: 'GET', url: '/dashboard' })) await relay.app.register(dashboardRoutes);
-  await relay.app.listen({ port: 0, host: '127.0.0.1' });
-  const addr = relay.app.server.address();
-  if (addr === null || typeof addr === 'string') throw new Error('relay did not bind a TCP port');
-  return {
-    ...relay,
-    url: `http://127.0.0.1:${addr.port}`,
-    logs,
-    async close() {
-      await relay.app.close();
-      await rm(dataDir, { recursive: true, force: true });
-    },
-  };
+function startDashboardRelay(settings: Partial<RelayConfig> = {}): Promise<DashboardRelay> {
+  return startRelay({ logLevel: 'warn', cacheUrl: 'memory', reportsUrl: 'sqlite', ...settings });
 }
 
 function requireChromium(): void {
