@@ -18,7 +18,7 @@ import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { exitOnProblems, parseCommandLine, parseRelayEnv } from './lib/options.mjs';
-import { BENCH_DIR, ROOT, cleanup, describeExit, installCleanup, makeLog, makeTempDir, sleep, startHelper, startRelay, stopChild, tail } from './lib/processes.mjs';
+import { BENCH_DIR, ROOT, cleanup, cpuTimeMs, describeExit, installCleanup, makeLog, makeTempDir, sleep, startHelper, startRelay, stopChild, tail } from './lib/processes.mjs';
 
 const CLI = path.join(ROOT, 'dist', 'cli.js');
 const ENDPOINT = '/v1/chat/completions';
@@ -305,6 +305,7 @@ async function measureFirstChunk(sc, count, warm) {
 /** One autocannon run; the per-response hook counts x-relay-cache values and malformed bodies. */
 async function load(sc, seconds, connections, counters) {
   const origin = new URL(sc.url).origin;
+  const cpu0 = cpuSnapshot(sc);
   const result = await autocannon({
     url: origin,
     connections,
@@ -331,7 +332,25 @@ async function load(sc, seconds, connections, counters) {
       },
     ],
   });
+  if (counters) counters.cpuMs = cpuSince(cpu0, sc);
   return result;
+}
+
+/** CPU time so far of this process (autocannon runs here) and of each server the scenario loads. */
+function cpuSnapshot(sc) {
+  const u = process.cpuUsage();
+  const snap = { 'load generator': (u.user + u.system) / 1000 };
+  for (const p of sc.procs) snap[p.name] = cpuTimeMs(p.child.pid);
+  return snap;
+}
+
+function cpuSince(before, sc) {
+  const after = cpuSnapshot(sc);
+  const out = {};
+  for (const [name, ms] of Object.entries(after)) {
+    if (ms !== undefined && before[name] !== undefined) out[name] = ms - before[name];
+  }
+  return out;
 }
 
 /** One round of one scenario: a warm-up run, then the measured run. */
@@ -353,6 +372,7 @@ async function runLoad(sc, opts) {
     bad: counters.bad,
     firstBad: counters.firstBad,
     cache: counters.cache,
+    cpuMs: counters.cpuMs,
     statusCodes: Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([k, v]) => [k, v.count])),
   };
   (sc.rounds ??= []).push(round);
@@ -373,6 +393,9 @@ function aggregateRounds(sc) {
   const cache = merge('cache');
   return {
     reqPerSec: median.reqPerSec,
+    cpuUsPerResponse: Object.fromEntries(
+      Object.entries(median.cpuMs ?? {}).map(([name, ms]) => [name, median.responses > 0 ? (ms * 1000) / median.responses : undefined]),
+    ),
     p50: median.p50,
     p99: median.p99,
     perRound: rounds.map((r) => r.reqPerSec),
@@ -430,6 +453,19 @@ function buildReport(scenarios, opts, meta) {
     lines.push(
       `| ${sc.name} | ${fmtInt(l?.reqPerSec)} | ${fmtMs(l?.p50)} | ${fmtMs(l?.p99)} | ${sc.mode === 'stream' ? fmtMs(ttfcP(sc, 0.5), 3) : '—'} | ${sc.mode === 'stream' ? fmtMs(ttfcP(sc, 0.99), 3) : '—'} | ${fmtInt(l?.responses)} | ${errCell} |`,
     );
+  }
+
+  const cpuLines = [];
+  if (scenarios.some((sc) => sc.load && Object.keys(sc.load.cpuUsPerResponse).length > 1)) {
+    const fmtUs = (n) => (n === undefined ? '—' : Math.round(n).toLocaleString('en-US'));
+    cpuLines.push('| scenario | load generator µs | fake upstream µs | proxy under test µs | all µs |', '|---|--:|--:|--:|--:|');
+    for (const sc of scenarios) {
+      if (!sc.load) continue;
+      const c = sc.load.cpuUsPerResponse;
+      const proxy = c.relay ?? c['bare proxy'];
+      const all = Object.values(c).reduce((n, v) => n + (v ?? 0), 0);
+      cpuLines.push(`| ${sc.name} | ${fmtUs(c['load generator'])} | ${fmtUs(c['fake upstream'])} | ${fmtUs(proxy)} | ${fmtUs(all)} |`);
+    }
   }
 
   const checks = [];
@@ -539,6 +575,18 @@ function buildReport(scenarios, opts, meta) {
     'req/s: mean of the per-second samples; p50/p99: autocannon latency of 2xx answers (whole ms); first chunk: ' +
       'time from sending a streamed request to its first body chunk (undici, sequential).',
     '',
+    ...(cpuLines.length
+      ? [
+          '## CPU per answer',
+          '',
+          ...cpuLines,
+          '',
+          'CPU time (user + system, all threads) each process used during the measured run of the median round, ' +
+            'divided by the answers in that run (Linux /proc, 10 ms ticks). Steadier than req/s on a shared machine: ' +
+            'this is what the relay costs, whatever else runs.',
+          '',
+        ]
+      : []),
     '## Targets',
     '',
     ...targetLines,

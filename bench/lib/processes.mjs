@@ -8,7 +8,7 @@
 //   cleanup()                               stop every child (the relay first), remove the temp dir
 import { request } from 'undici';
 import { spawn } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -54,6 +54,22 @@ export function spawnNode(name, args, { env = process.env, ipc = false } = {}) {
   children.add(proc);
   return proc;
 }
+
+/**
+ * CPU time (user + system, all threads) a process has used so far, in ms, from /proc (Linux); undefined
+ * elsewhere or when the process is gone. Resolution: one clock tick (10 ms).
+ */
+export function cpuTimeMs(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // the command name (field 2) may hold spaces and parentheses: count fields after its closing parenthesis
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+const CLOCK_TICKS = 100; // USER_HZ: 100 on every Linux architecture node supports
 
 /** Call onLine with every complete line of a stream (a runaway line of over 1 MB is dropped). */
 export function forEachLine(stream, onLine) {

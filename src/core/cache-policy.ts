@@ -49,15 +49,14 @@ export function cachePolicy(input: PolicyInput): CachePolicy {
   const switchedOff = input.cacheSwitch?.toLowerCase() === 'off';
   const enabled = switchedOn || (!switchedOff && input.cacheOnByDefault);
   const ttl = seconds(input.ttlHeader);
-  const base = { onlyIfCached, ...(ttl !== undefined && ttl > 0 ? { ttlSec: ttl } : {}) };
-
-  if (!enabled) return { ...base, read: onlyIfCached, write: false, bypassReason: 'cache off' };
-  if (cc.has('no-store')) return { ...base, read: false, write: false, bypassReason: 'no-store' };
-  const maxAge = seconds(cc.get('max-age'));
-  return {
-    ...base,
-    read: !cc.has('no-cache'),
-    write: true,
-    ...(maxAge !== undefined ? { maxAgeSec: maxAge } : {}),
-  };
+  let policy: CachePolicy;
+  if (!enabled) policy = { onlyIfCached, read: onlyIfCached, write: false, bypassReason: 'cache off' };
+  else if (cc.has('no-store')) policy = { onlyIfCached, read: false, write: false, bypassReason: 'no-store' };
+  else {
+    policy = { onlyIfCached, read: !cc.has('no-cache'), write: true };
+    const maxAge = seconds(cc.get('max-age'));
+    if (maxAge !== undefined) policy.maxAgeSec = maxAge;
+  }
+  if (ttl !== undefined && ttl > 0) policy.ttlSec = ttl;
+  return policy;
 }

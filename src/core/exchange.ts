@@ -18,7 +18,7 @@ import type { Target } from './routing.js';
 import { createSingleFlight } from './single-flight.js';
 import { type Telemetry, noTelemetry } from './telemetry.js';
 import { forward } from './forward.js';
-import { type Base, type Exchange, type ProxyRequest, type ProxyResponse, withHeaders } from './proxy-types.js';
+import { type Base, type Exchange, type ProxyRequest, type ProxyResponse, exchangeFacts, withHeaders } from './proxy-types.js';
 
 export interface ExchangeLog {
   warn(obj: object, msg: string): void;
@@ -74,30 +74,25 @@ export function createExchange(opts: ExchangeOptions): Exchange {
   function answer(hit: CacheHit | { response: CachedResponse; createdAt?: number; payload?: string }, status: CacheStatus, base: Base): ProxyResponse {
     const cached = hit.response;
     const endedAt = Date.now();
-    const headers: Record<string, string> = { ...cached.headers, ...base.relayHeaders(status) };
+    const headers: Record<string, string> = Object.assign({}, cached.headers, base.relayHeaders(status));
     if (status === 'HIT' && hit.createdAt !== undefined)
       headers.age = String(Math.max(0, Math.floor((endedAt - hit.createdAt) / 1000)));
     const overheadMs = performance.now() - base.t0;
     headers['server-timing'] = `relay;dur=${overheadMs.toFixed(3)}`;
     telemetry.exchange({ route: base.route, cacheStatus: status, status: cached.status, overheadMs });
-    record(
-      {
-        ...base.facts,
-        endedAt,
-        status: cached.status,
-        responseBody: cached.body,
-        ...(cached.bodyBytes !== undefined && cached.bodySha256
-          ? { responseRaw: { bytes: cached.bodyBytes, sha256: cached.bodySha256 } }
-          : {}),
-        streamed: cached.sse !== undefined,
-        cacheStatus: status,
-        outcome: 'complete',
-        ...(cached.reportId ? { originReportId: cached.reportId } : {}),
-        // Entries written by older versions carry the original cost; otherwise it is derived from the body.
-        ...(typeof cached.costUsd === 'number' ? { costSavedUsd: cached.costUsd } : {}),
-      },
-      base.id,
-    );
+    const facts = exchangeFacts(base, {
+      endedAt,
+      status: cached.status,
+      responseBody: cached.body,
+      streamed: cached.sse !== undefined,
+      cacheStatus: status,
+      outcome: 'complete',
+    });
+    if (cached.bodyBytes !== undefined && cached.bodySha256) facts.responseRaw = { bytes: cached.bodyBytes, sha256: cached.bodySha256 };
+    if (cached.reportId) facts.originReportId = cached.reportId;
+    // Entries written by older versions carry the original cost; otherwise it is derived from the body.
+    if (typeof cached.costUsd === 'number') facts.costSavedUsd = cached.costUsd;
+    record(facts, base.id);
     return { status: cached.status, headers, body: hit.payload ?? cached.sse ?? JSON.stringify(cached.body) };
   }
 
@@ -137,27 +132,28 @@ export function createExchange(opts: ExchangeOptions): Exchange {
       const hash = usesCache ? opts.cache.hash(proxyKeyObject(req.method, req.url, parsed.value, req.headers)) : null;
       const key = hash ? storedKey(namespace, hash) : null;
 
+      const facts: Base['facts'] = {
+        method: req.method,
+        url: req.url,
+        upstream: target.origin,
+        startedAt,
+        metadata: fields.metadata,
+        properties: fields.properties,
+        requestBody: parsed.ok ? parsed.value : undefined,
+        cacheEnabled: usesCache,
+        cacheKey: hash,
+      };
+      if (parsed.ok && req.body) facts.requestRaw = knownBody(req.body);
       const base: Base = {
         id,
         t0,
         route: target.prefix || 'default',
-        facts: {
-          method: req.method,
-          url: req.url,
-          upstream: target.origin,
-          startedAt,
-          metadata: fields.metadata,
-          properties: fields.properties,
-          requestBody: parsed.ok ? parsed.value : undefined,
-          ...(parsed.ok && req.body ? { requestRaw: knownBody(req.body) } : {}),
-          cacheEnabled: usesCache,
-          cacheKey: hash,
+        facts,
+        relayHeaders: (status) => {
+          const headers: Record<string, string> = { 'x-relay-cache': status, 'x-relay-report-id': id };
+          if (hash) headers['x-relay-cache-key'] = hash;
+          return headers;
         },
-        relayHeaders: (status) => ({
-          'x-relay-cache': status,
-          'x-relay-report-id': id,
-          ...(hash ? { 'x-relay-cache-key': hash } : {}),
-        }),
       };
 
       if (hash && key && policy.read) {
@@ -176,8 +172,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
         const shown: CacheStatus = usesCache ? 'MISS' : 'BYPASS';
         telemetry.exchange({ route: base.route, cacheStatus: shown, status: 504, overheadMs: performance.now() - t0 });
         record(
-          {
-            ...base.facts,
+          exchangeFacts(base, {
             endedAt: Date.now(),
             status: 504,
             responseBody: undefined,
@@ -185,7 +180,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
             cacheStatus: shown,
             outcome: 'cache-only-miss',
             error: err.message,
-          },
+          }),
           id,
         );
         throw withHeaders(err, base.relayHeaders(shown));

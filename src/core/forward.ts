@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import type { UpstreamClient } from '../upstream/upstream-client.js';
 import { captureBody } from './captured-body.js';
 import type { CachedResponse } from './cached-response.js';
-import { type Base, type ProxyRequest, type ProxyResponse, withHeaders } from './proxy-types.js';
+import { type Base, type ProxyRequest, type ProxyResponse, exchangeFacts, withHeaders } from './proxy-types.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './proxy-headers.js';
 import { type CacheStatus, type ExchangeFacts, type Outcome, knownBody } from './proxy-report.js';
 import type { KnownBody } from './report-derive.js';
@@ -66,7 +66,7 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
       path: a.target.path,
       method: req.method,
       headers: upstreamRequestHeaders(req.headers),
-      ...(req.body && req.body.length > 0 && !NO_BODY_METHODS.has(req.method) ? { body: req.body } : {}),
+      body: req.body && req.body.length > 0 && !NO_BODY_METHODS.has(req.method) ? req.body : undefined,
       signal: req.signal,
     });
   } catch (err) {
@@ -74,16 +74,17 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
     const aborted = req.signal.aborted;
     const e = err as Error & { statusCode?: number; code?: string };
     const status = aborted ? 499 : (e.statusCode ?? 502);
-    a.report({
-      ...base.facts,
-      endedAt: Date.now(),
-      status,
-      responseBody: aborted ? undefined : { error: { code: e.code, message: e.message } },
-      streamed: false,
-      cacheStatus: a.status,
-      outcome: aborted ? 'client-abort' : 'upstream-error',
-      error: e.message,
-    });
+    a.report(
+      exchangeFacts(base, {
+        endedAt: Date.now(),
+        status,
+        responseBody: aborted ? undefined : { error: { code: e.code, message: e.message } },
+        streamed: false,
+        cacheStatus: a.status,
+        outcome: aborted ? 'client-abort' : 'upstream-error',
+        error: e.message,
+      }),
+    );
     if (!aborted) a.telemetry.exchange({ route: base.route, cacheStatus: a.status, status, overheadMs: performance.now() - base.t0 });
     throw aborted ? err : withHeaders(e, base.relayHeaders(a.status));
   }
@@ -109,8 +110,7 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
       body = parseJson(text);
       if (body !== undefined) raw = knownBody(text);
     }
-    a.report({
-      ...base.facts,
+    const facts = exchangeFacts(base, {
       endedAt: Date.now(),
       status: res.status,
       responseBody: body,
@@ -118,22 +118,20 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
       cacheStatus: a.status,
       outcome,
       upstreamMs: Math.round((headersAt - base.t0) * 1000) / 1000,
-      ...(raw ? { responseRaw: raw } : {}),
     });
+    if (raw) facts.responseRaw = raw;
+    a.report(facts);
     const storable = clean && ok && text !== undefined && (isSse || body !== undefined) && a.status !== 'BYPASS';
-    a.onStored(
-      storable
-        ? {
-            v: 1,
-            status: res.status,
-            headers: replayHeaders(res.headers),
-            body: body ?? null,
-            ...(isSse ? { sse: text } : {}),
-            reportId: base.id,
-            ...(raw ? { bodyBytes: raw.bytes, bodySha256: raw.sha256 } : {}),
-          }
-        : undefined,
-    );
+    let cached: CachedResponse | undefined;
+    if (storable) {
+      cached = { v: 1, status: res.status, headers: replayHeaders(res.headers), body: body ?? null, reportId: base.id };
+      if (isSse) cached.sse = text;
+      if (raw) {
+        cached.bodyBytes = raw.bytes;
+        cached.bodySha256 = raw.sha256;
+      }
+    }
+    a.onStored(cached);
   };
 
   // Paused first, so the copy starts with the first byte only once the client's pipe is attached.
@@ -144,7 +142,7 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
   res.body.once('error', broken);
   res.body.once('close', broken);
 
-  const headers: Record<string, string | string[]> = { ...clientResponseHeaders(res.headers), ...base.relayHeaders(a.status) };
+  const headers: Record<string, string | string[]> = Object.assign(clientResponseHeaders(res.headers), base.relayHeaders(a.status));
   const overheadMs = upstreamStart - base.t0 + (performance.now() - headersAt);
   headers['server-timing'] = `relay;dur=${overheadMs.toFixed(3)}`;
   a.telemetry.exchange({ route: base.route, cacheStatus: a.status, status: res.status, overheadMs, upstreamMs: headersAt - upstreamStart });

@@ -31,6 +31,16 @@ export interface Base {
   relayHeaders(status: CacheStatus): Record<string, string>;
 }
 
+type OwnFacts = Omit<ExchangeFacts, keyof Base['facts']>;
+
+/**
+ * The facts of one outcome: the exchange's shared facts plus the outcome's own. Object.assign rather than
+ * a spread with more properties after it, which V8 builds by a slow path (µs per object, on every call).
+ */
+export function exchangeFacts(base: Base, own: OwnFacts & Partial<ExchangeFacts>): ExchangeFacts {
+  return Object.assign({}, base.facts, own);
+}
+
 /** A relay error raised on the proxy path, with the headers its answer must still carry. */
 export function withHeaders<E extends Error>(err: E, headers: Record<string, string>): E {
   (err as E & { headers?: Record<string, string> }).headers = headers;

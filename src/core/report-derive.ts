@@ -48,7 +48,7 @@ function bodyFacts(body: unknown, maxBytes: number, known?: KnownBody): BodyFact
 
 /** A body over the limit is kept as the start of its JSON text, marked truncated; sizes and hashes stay the original's. */
 function keep<T extends { body?: unknown }>(part: T, facts: BodyFacts): T {
-  return facts.cut === undefined ? part : { ...part, body: facts.cut, truncated: true };
+  return facts.cut === undefined ? part : Object.assign({}, part, { body: facts.cut, truncated: true });
 }
 
 export function detectProvider(metadata: Record<string, unknown> | undefined, request: unknown, response: unknown): string | null {
@@ -85,8 +85,9 @@ export function deriveReport(
   const hit = input.cacheHit === true;
   const saved = hit ? (typeof input.costSavedUsd === 'number' ? input.costSavedUsd : cost) : undefined;
 
-  return {
-    ...input,
+  // Object.assign, not a spread followed by properties: V8 builds that by a slow path, and this runs for
+  // every report.
+  const report: StoredReport = Object.assign({}, input, {
     request: keep(input.request, req),
     response: keep(input.response, res),
     id: ids.id,
@@ -97,10 +98,11 @@ export function deriveReport(
     provider: detectProvider(input.metadata, requestBody, responseBody),
     usage,
     costUsd: hit ? 0 : cost,
-    ...(hit ? { costSavedUsd: saved ?? null } : {}),
     requestBytes: req.bytes,
     responseBytes: res.bytes,
     requestSha256: req.sha256,
     responseSha256: res.sha256,
-  };
+  });
+  if (hit) report.costSavedUsd = saved ?? null;
+  return report;
 }

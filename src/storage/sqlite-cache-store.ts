@@ -5,6 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { LRUCache } from 'lru-cache';
 import { StoreUnavailableError } from '../errors.js';
 import type { CacheRecord, CacheStore, CacheStoreStats } from './cache-store.js';
 
@@ -17,6 +18,8 @@ export interface SqliteCacheStoreOptions {
   busyTimeoutMs?: number;
   /** Rows read per query by entries(); values can be up to ~1 MB each, so keep pages small. */
   entriesPageSize?: number;
+  /** Bytes of recently read or written records kept in memory, so a hot entry is not read from the file. */
+  hotBytes?: number;
   now?: () => number;
 }
 
@@ -26,6 +29,8 @@ const TOUCH_FLUSH_MS = 1_000;
 const DEFAULT_ENTRIES_PAGE_SIZE = 32;
 /** Victims fetched per eviction query; most sets evict one or two entries, so a small batch is plenty. */
 const EVICTION_BATCH = 32;
+/** Bytes of hot records kept in memory by default. */
+const DEFAULT_HOT_BYTES = 32 * 1024 * 1024;
 
 interface Row {
   id: number;
@@ -105,9 +110,9 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   const deleteIfExpired = db
     .prepare<[string, number], number>('DELETE FROM cache_entries WHERE key = ? AND expires_at <= ? RETURNING size')
     .pluck();
-  const deleteExpired = db
-    .prepare<[number], number>('DELETE FROM cache_entries WHERE expires_at <= ? RETURNING size')
-    .pluck();
+  const deleteExpired = db.prepare<[number], { key: string; size: number }>(
+    'DELETE FROM cache_entries WHERE expires_at <= ? RETURNING key, size',
+  );
   const selectOldest = db.prepare<[string, number], { key: string; size: number }>(
     'SELECT key, size FROM cache_entries WHERE key <> ? ORDER BY last_access LIMIT ?',
   );
@@ -125,15 +130,26 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   // which is how the relay uses its data dir.
   let totalBytes = sumSizes.get() ?? 0;
 
+  // The same assumption lets recently used records live in memory as well: every change to the table goes
+  // through this store, which keeps the copy in step, so a hot entry is served without a query.
+  const hot = new LRUCache<string, CacheRecord>({
+    maxSize: Math.max(1, opts.hotBytes ?? DEFAULT_HOT_BYTES),
+    sizeCalculation: (r) => Math.max(1, r.key.length + r.value.length),
+  });
+
   /** Deletes expired entries, then the least recently used ones (never `keep`), until within budget. */
   function evict(keep: string, at: number, bytes: number): number {
-    for (const size of deleteExpired.all(at)) bytes -= size;
+    for (const gone of deleteExpired.all(at)) {
+      hot.delete(gone.key);
+      bytes -= gone.size;
+    }
     while (bytes > maxBytes) {
       const victims = selectOldest.all(keep, EVICTION_BATCH);
       if (victims.length === 0) break;
       for (const victim of victims) {
         if (bytes <= maxBytes) break;
         deleteOne.get(victim.key);
+        hot.delete(victim.key);
         bytes -= victim.size;
       }
     }
@@ -163,6 +179,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     pendingTouches.delete(record.key);
     const previous = selectSize.get(record.key) ?? 0;
     upsert.run(record.key, record.value, record.createdAt, record.expiresAt, at, size);
+    remember(record); // evict() below forgets it again if it has to go
     const bytes = totalBytes - previous + size;
     if (bytes <= maxBytes) return bytes;
     flushTouches();
@@ -177,6 +194,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     const size = entrySize(record.key, record.value);
     // An already expired record, or one that can never fit, is not stored; it still replaces (removes)
     // the previous entry, which would otherwise be served although the caller superseded it.
+    hot.delete(record.key);
     if (record.expiresAt <= at || size > maxBytes) totalBytes = removeTx(record.key);
     else totalBytes = setTx(record, size, at);
   }
@@ -195,9 +213,22 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
       storeAll(records, now());
       for (const w of waiters) w.resolve();
     } catch (err) {
-      totalBytes = before; // the transaction rolled back
+      totalBytes = before; // the transaction rolled back: nothing of it may stay in memory either
+      for (const r of records) hot.delete(r.key);
       const e = unavailable(err);
       for (const w of waiters) w.reject(e);
+    }
+  }
+
+  function remember(record: CacheRecord): void {
+    if (record.key.length + record.value.length <= hot.maxSize) hot.set(record.key, record);
+  }
+
+  function touched(key: string, at: number): void {
+    pendingTouches.set(key, at);
+    if (!touchTimer) {
+      touchTimer = setTimeout(() => run(flushTouches).catch(() => undefined), TOUCH_FLUSH_MS);
+      touchTimer.unref();
     }
   }
 
@@ -216,21 +247,25 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
       run(() => {
         const queued = pendingSets.get(key);
         if (queued) return queued.expiresAt > now() ? { ...queued } : undefined;
+        const at = now();
+        const known = hot.get(key);
+        if (known && known.expiresAt > at) {
+          touched(key, at);
+          return { ...known };
+        }
+        hot.delete(key);
         const row = selectOne.get(key);
         if (row === undefined) return undefined;
-        const at = now();
         if (row.expires_at <= at) {
           // Conditional, so a fresh entry written meanwhile by another connection survives.
           const size = deleteIfExpired.get(key, at);
           if (size !== undefined) totalBytes -= size;
           return undefined;
         }
-        pendingTouches.set(key, at);
-        if (!touchTimer) {
-          touchTimer = setTimeout(() => run(flushTouches).catch(() => undefined), TOUCH_FLUSH_MS);
-          touchTimer.unref();
-        }
-        return toRecord(row);
+        touched(key, at);
+        const record = toRecord(row);
+        remember(record);
+        return { ...record };
       }),
 
     set(record) {
@@ -249,6 +284,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     delete: (key) =>
       run(() => {
         const queued = pendingSets.delete(key);
+        hot.delete(key);
         const size = deleteOne.get(key);
         if (size === undefined && queued) return true;
         if (size === undefined) return false;
@@ -278,6 +314,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
       run(() => {
         if (setScheduled) commitSets();
         flushTouches();
+        hot.clear();
         if (db.open) db.close();
       }),
   };

@@ -5,6 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { createClient } from '@keyv/redis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { StoreUnavailableError } from '../../src/errors.js';
@@ -124,6 +125,43 @@ describe('sqlite cache store', () => {
     expect(await second.stats()).toEqual({ entries: 3, bytes: 900 });
     expect(await second.get('k:a')).toBeUndefined(); // the least recently used one
     await second.close();
+  });
+
+  it('answers a hot entry from memory, without reading the file again', async () => {
+    const file = join(tempDir, `hot-${++files}.db`);
+    const store = createSqliteCacheStore({ file, maxBytes: 10_000 });
+    const stored = sized('k:hot', 200, Date.now());
+    await store.set(stored);
+    expect(await store.get(stored.key)).toEqual(stored);
+    // Behind the store's back (the relay is the only writer of its data dir, so this never happens there):
+    const other = new Database(file);
+    other.prepare('DELETE FROM cache_entries').run();
+    other.close();
+    expect(await store.get(stored.key)).toEqual(stored);
+    // A store without the entry in memory reads the file.
+    const fresh = createSqliteCacheStore({ file, maxBytes: 10_000 });
+    expect(await fresh.get(stored.key)).toBeUndefined();
+    await Promise.all([store.close(), fresh.close()]);
+  });
+
+  it('never answers from memory what eviction, expiry or delete removed from the file', async () => {
+    let time = Date.now();
+    const store = createSqliteCacheStore({ file: ':memory:', maxBytes: 1_000, now: () => time });
+    const a = sized('k:a', 300, time);
+    const b = sized('k:b', 300, time, 50);
+    const c = sized('k:c', 300, time);
+    for (const r of [a, b, c]) await store.set(r);
+    for (const r of [a, b, c]) expect(await store.get(r.key)).toEqual(r); // all three in memory now
+    time += 1;
+    await store.get(c.key);
+    await store.set(sized('k:d', 300, time)); // over budget: the least recently used (a) goes
+    expect(await store.get(a.key)).toBeUndefined();
+    time += 100;
+    expect(await store.get(b.key)).toBeUndefined(); // expired
+    expect(await store.delete(c.key)).toBe(true);
+    expect(await store.get(c.key)).toBeUndefined();
+    expect(await store.stats()).toEqual({ entries: 1, bytes: 300 });
+    await store.close();
   });
 
   it('evicts expired entries before the least recently used ones', async () => {
