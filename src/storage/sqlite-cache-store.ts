@@ -20,6 +20,8 @@ export interface SqliteCacheStoreOptions {
   entriesPageSize?: number;
   /** Bytes of recently read or written records kept in memory, so a hot entry is not read from the file. */
   hotBytes?: number;
+  /** Sets within this many ms share one transaction (default 10). */
+  setFlushMs?: number;
   now?: () => number;
 }
 
@@ -31,6 +33,10 @@ const DEFAULT_ENTRIES_PAGE_SIZE = 32;
 const EVICTION_BATCH = 32;
 /** Bytes of hot records kept in memory by default. */
 const DEFAULT_HOT_BYTES = 32 * 1024 * 1024;
+/** Sets arriving within this window share one transaction (reads see them at once). */
+const DEFAULT_SET_FLUSH_MS = 10;
+/** A window with this many sets commits at once. */
+const SET_BATCH_MAX = 256;
 
 interface Row {
   id: number;
@@ -88,6 +94,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   if (!(maxBytes > 0)) throw new RangeError(`maxBytes must be positive, got ${maxBytes}`);
   const now = opts.now ?? Date.now;
   const pageSize = opts.entriesPageSize ?? DEFAULT_ENTRIES_PAGE_SIZE;
+  const setFlushMs = opts.setFlushMs ?? DEFAULT_SET_FLUSH_MS;
 
   let db: Database.Database;
   try {
@@ -188,7 +195,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
 
   const pendingSets = new Map<string, CacheRecord>();
   let setWaiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
-  let setScheduled = false;
+  let setTimer: NodeJS.Timeout | undefined;
 
   function storeOne(record: CacheRecord, at: number): void {
     const size = entrySize(record.key, record.value);
@@ -203,7 +210,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   });
 
   function commitSets(): void {
-    setScheduled = false;
+    setTimer = undefined;
     const records = [...pendingSets.values()];
     const waiters = setWaiters;
     pendingSets.clear();
@@ -269,14 +276,17 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
       }),
 
     set(record) {
-      // Writes are grouped: every set of one event-loop turn commits in one transaction (a commit is
-      // what a set costs; the rows are small). Reads see the pending ones.
+      // Writes are grouped: the sets of a short window commit in one transaction (a commit is what a set
+      // costs: its WAL frames and locks; the rows are small). Reads see the pending ones meanwhile.
       return new Promise<void>((resolve, reject) => {
         pendingSets.set(record.key, record);
         setWaiters.push({ resolve, reject });
-        if (!setScheduled) {
-          setScheduled = true;
-          setImmediate(commitSets);
+        if (pendingSets.size >= SET_BATCH_MAX) {
+          clearTimeout(setTimer);
+          setTimer = undefined;
+          commitSets();
+        } else if (!setTimer) {
+          setTimer = setTimeout(commitSets, setFlushMs);
         }
       });
     },
@@ -312,7 +322,10 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
 
     close: () =>
       run(() => {
-        if (setScheduled) commitSets();
+        if (setTimer) {
+          clearTimeout(setTimer);
+          commitSets();
+        }
         flushTouches();
         hot.clear();
         if (db.open) db.close();
