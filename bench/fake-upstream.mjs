@@ -6,8 +6,10 @@
 //                                                 and `data: [DONE]`, all written at once
 //   anything else                              → 404 JSON error
 //
-// Two knobs for bench/soak.mjs, chosen per request by a header (without them nothing above changes):
+// Knobs for bench/run.mjs and bench/soak.mjs, chosen per request by a header (without them nothing above changes):
 //   x-fake-status: NNN        (400–599) answer that status with an OpenAI-style JSON error, whatever the body
+//   x-fake-latency-ms: N      (1–60000) wait N ms before answering, as a model does before its first token:
+//                             a JSON answer comes whole after N ms, a streamed one starts after N ms
 //   x-fake-event-gap-ms: N    (1–2000) a streamed answer sends one event every N ms instead of all at once, and
 //                             stops when the reader goes away (for client aborts in the middle of a stream)
 //
@@ -95,6 +97,18 @@ function sendError(res, status, message) {
 }
 
 function handle(req, res, raw) {
+  const latency = Number(req.headers['x-fake-latency-ms']);
+  if (Number.isInteger(latency) && latency >= 1 && latency <= 60_000) {
+    const timer = setTimeout(() => {
+      if (!res.destroyed) answer(req, res, raw);
+    }, latency);
+    res.once('close', () => clearTimeout(timer));
+    return;
+  }
+  answer(req, res, raw);
+}
+
+function answer(req, res, raw) {
   const path = (req.url ?? '').split('?', 1)[0];
   if (req.method !== 'POST' || !path.endsWith('/chat/completions')) {
     sendError(res, 404, `Unknown request URL: ${req.method} ${path}`);
