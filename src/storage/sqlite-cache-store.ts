@@ -18,10 +18,6 @@ export interface SqliteCacheStoreOptions {
   busyTimeoutMs?: number;
   /** Rows read per query by entries(); values can be up to ~1 MB each, so keep pages small. */
   entriesPageSize?: number;
-  /** Bytes of recently read or written records kept in memory, so a hot entry is not read from the file. */
-  hotBytes?: number;
-  /** Sets within this many ms share one transaction (default 10). */
-  setFlushMs?: number;
   now?: () => number;
 }
 
@@ -31,10 +27,10 @@ const TOUCH_FLUSH_MS = 1_000;
 const DEFAULT_ENTRIES_PAGE_SIZE = 32;
 /** Victims fetched per eviction query; most sets evict one or two entries, so a small batch is plenty. */
 const EVICTION_BATCH = 32;
-/** Bytes of hot records kept in memory by default. */
-const DEFAULT_HOT_BYTES = 32 * 1024 * 1024;
+/** Bytes of recently read or written records also kept in memory, so a hot entry is not read from the file. */
+const HOT_BYTES = 32 * 1024 * 1024;
 /** Sets arriving within this window share one transaction (reads see them at once). */
-const DEFAULT_SET_FLUSH_MS = 10;
+const SET_FLUSH_MS = 10;
 /** A window with this many sets commits at once. */
 const SET_BATCH_MAX = 256;
 
@@ -94,7 +90,6 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   if (!(maxBytes > 0)) throw new RangeError(`maxBytes must be positive, got ${maxBytes}`);
   const now = opts.now ?? Date.now;
   const pageSize = opts.entriesPageSize ?? DEFAULT_ENTRIES_PAGE_SIZE;
-  const setFlushMs = opts.setFlushMs ?? DEFAULT_SET_FLUSH_MS;
 
   let db: Database.Database;
   try {
@@ -140,7 +135,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   // The same assumption lets recently used records live in memory as well: every change to the table goes
   // through this store, which keeps the copy in step, so a hot entry is served without a query.
   const hot = new LRUCache<string, CacheRecord>({
-    maxSize: Math.max(1, opts.hotBytes ?? DEFAULT_HOT_BYTES),
+    maxSize: HOT_BYTES,
     sizeCalculation: (r) => Math.max(1, r.key.length + r.value.length),
   });
 
@@ -286,7 +281,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
           setTimer = undefined;
           commitSets();
         } else if (!setTimer) {
-          setTimer = setTimeout(commitSets, setFlushMs);
+          setTimer = setTimeout(commitSets, SET_FLUSH_MS);
         }
       });
     },
