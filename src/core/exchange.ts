@@ -65,9 +65,14 @@ export function createExchange(opts: ExchangeOptions): Exchange {
     }
   }
 
-  function record(facts: ExchangeFacts, id: string): void {
-    opts.reports.recordLater(proxyReport(facts), id, knownFacts(facts), (err: unknown) =>
-      opts.log.error({ err, reportId: id }, 'report not written'),
+  /** The exchange's one report, built and written after the answer (see ReportService.recordLater). */
+  function record(facts: () => ExchangeFacts, id: string): void {
+    opts.reports.recordLater(
+      () => {
+        const f = facts();
+        return { input: proxyReport(f), id, known: knownFacts(f) };
+      },
+      (err: unknown) => opts.log.error({ err, reportId: id }, 'report not written'),
     );
   }
 
@@ -80,19 +85,21 @@ export function createExchange(opts: ExchangeOptions): Exchange {
     const overheadMs = performance.now() - base.t0;
     headers['server-timing'] = `relay;dur=${overheadMs.toFixed(3)}`;
     telemetry.exchange({ route: base.route, cacheStatus: status, status: cached.status, overheadMs });
-    const facts = exchangeFacts(base, {
-      endedAt,
-      status: cached.status,
-      responseBody: cached.body,
-      streamed: cached.sse !== undefined,
-      cacheStatus: status,
-      outcome: 'complete',
-    });
-    if (cached.bodyBytes !== undefined && cached.bodySha256) facts.responseRaw = { bytes: cached.bodyBytes, sha256: cached.bodySha256 };
-    if (cached.reportId) facts.originReportId = cached.reportId;
-    // Entries written by older versions carry the original cost; otherwise it is derived from the body.
-    if (typeof cached.costUsd === 'number') facts.costSavedUsd = cached.costUsd;
-    record(facts, base.id);
+    record(() => {
+      const facts = exchangeFacts(base, {
+        endedAt,
+        status: cached.status,
+        responseBody: cached.body,
+        streamed: cached.sse !== undefined,
+        cacheStatus: status,
+        outcome: 'complete',
+      });
+      if (cached.bodyBytes !== undefined && cached.bodySha256) facts.responseRaw = { bytes: cached.bodyBytes, sha256: cached.bodySha256 };
+      if (cached.reportId) facts.originReportId = cached.reportId;
+      // Entries written by older versions carry the original cost; otherwise it is derived from the body.
+      if (typeof cached.costUsd === 'number') facts.costSavedUsd = cached.costUsd;
+      return facts;
+    }, base.id);
     return { status: cached.status, headers, body: hit.payload ?? cached.sse ?? JSON.stringify(cached.body) };
   }
 
@@ -114,7 +121,6 @@ export function createExchange(opts: ExchangeOptions): Exchange {
       const startedAt = Date.now();
       const id = uuidv7(startedAt);
       const target = opts.route(req.url);
-      const fields = reportFields(req.headers, opts.defaults);
       const explicitNs = one(req.headers['x-relay-cache-namespace']);
       if (explicitNs !== undefined && !NAMESPACE_PATTERN.test(explicitNs))
         throw new RELAY_ERR_VALIDATION('headers/x-relay-cache-namespace must match ^[A-Za-z0-9._-]{1,128}$');
@@ -128,27 +134,36 @@ export function createExchange(opts: ExchangeOptions): Exchange {
         offline: opts.offline,
       });
       const usesCache = parsed.ok && (policy.read || policy.write);
-      const namespace = proxyNamespace(explicitNs, opts.cacheScope, credentialOf(req.headers));
+      // Only a call that uses the cache needs its namespace (a hash of the credential, by default) and key.
+      const namespace = usesCache ? proxyNamespace(explicitNs, opts.cacheScope, credentialOf(req.headers)) : '';
       const hash = usesCache ? opts.cache.hash(proxyKeyObject(req.method, req.url, parsed.value, req.headers)) : null;
       const key = hash ? storedKey(namespace, hash) : null;
 
-      const facts: Base['facts'] = {
-        method: req.method,
-        url: req.url,
-        upstream: target.origin,
-        startedAt,
-        metadata: fields.metadata,
-        properties: fields.properties,
-        requestBody: parsed.ok ? parsed.value : undefined,
-        cacheEnabled: usesCache,
-        cacheKey: hash,
+      // The report's facts are built when first needed: on a miss, after the request went upstream.
+      let facts: Base['facts'] | undefined;
+      const buildFacts = (): Base['facts'] => {
+        const fields = reportFields(req.headers, opts.defaults);
+        const built: Base['facts'] = {
+          method: req.method,
+          url: req.url,
+          upstream: target.origin,
+          startedAt,
+          metadata: fields.metadata,
+          properties: fields.properties,
+          requestBody: parsed.ok ? parsed.value : undefined,
+          cacheEnabled: usesCache,
+          cacheKey: hash,
+        };
+        if (parsed.ok && req.body) built.requestRaw = knownBody(req.body);
+        return built;
       };
-      if (parsed.ok && req.body) facts.requestRaw = knownBody(req.body);
       const base: Base = {
         id,
         t0,
         route: target.prefix || 'default',
-        facts,
+        get facts() {
+          return (facts ??= buildFacts());
+        },
         relayHeaders: (status) => {
           const headers: Record<string, string> = { 'x-relay-cache': status, 'x-relay-report-id': id };
           if (hash) headers['x-relay-cache-key'] = hash;
@@ -171,16 +186,18 @@ export function createExchange(opts: ExchangeOptions): Exchange {
         const err = new RELAY_ERR_CACHE_ONLY_MISS(reason);
         const shown: CacheStatus = usesCache ? 'MISS' : 'BYPASS';
         telemetry.exchange({ route: base.route, cacheStatus: shown, status: 504, overheadMs: performance.now() - t0 });
+        const endedAt = Date.now();
         record(
-          exchangeFacts(base, {
-            endedAt: Date.now(),
-            status: 504,
-            responseBody: undefined,
-            streamed: false,
-            cacheStatus: shown,
-            outcome: 'cache-only-miss',
-            error: err.message,
-          }),
+          () =>
+            exchangeFacts(base, {
+              endedAt,
+              status: 504,
+              responseBody: undefined,
+              streamed: false,
+              cacheStatus: shown,
+              outcome: 'cache-only-miss',
+              error: err.message,
+            }),
           id,
         );
         throw withHeaders(err, base.relayHeaders(shown));

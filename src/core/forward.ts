@@ -11,7 +11,7 @@ import { clientResponseHeaders, upstreamRequestHeaders } from './proxy-headers.j
 import { type CacheStatus, type ExchangeFacts, type Outcome, knownBody } from './proxy-report.js';
 import type { KnownBody } from './report-derive.js';
 import type { Target } from './routing.js';
-import { assembleStream, parseSse, sseOutcome } from './sse.js';
+import { parseSse, readStream } from './sse.js';
 import type { Telemetry } from './telemetry.js';
 
 export interface ForwardArgs {
@@ -25,8 +25,8 @@ export interface ForwardArgs {
   onStored(cached: CachedResponse | undefined): void;
   /** called when no answer came at all */
   onFailed(): void;
-  /** records the exchange's one report */
-  report(facts: ExchangeFacts): void;
+  /** records the exchange's one report (its facts are built later, off the answer's path) */
+  report(facts: () => ExchangeFacts): void;
   telemetry: Telemetry;
 }
 
@@ -56,6 +56,17 @@ function parseJson(text: string): unknown {
 
 const NO_BODY_METHODS = new Set(['GET', 'HEAD']);
 
+/** The answer's body: an SSE stream assembled (and whether it reports an error), or a JSON body parsed. */
+function readAnswer(text: string | undefined, isSse: boolean): { body: unknown; raw?: KnownBody; error: boolean } {
+  if (text === undefined) return { body: undefined, error: false };
+  if (isSse) {
+    const stream = readStream(parseSse(text));
+    return { body: stream.body, error: stream.error };
+  }
+  const body = parseJson(text);
+  return body === undefined ? { body, error: false } : { body, raw: knownBody(text), error: false };
+}
+
 export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
   const { req, base } = a;
   const upstreamStart = performance.now();
@@ -74,9 +85,10 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
     const aborted = req.signal.aborted;
     const e = err as Error & { statusCode?: number; code?: string };
     const status = aborted ? 499 : (e.statusCode ?? 502);
-    a.report(
+    const endedAt = Date.now();
+    a.report(() =>
       exchangeFacts(base, {
-        endedAt: Date.now(),
+        endedAt,
         status,
         responseBody: aborted ? undefined : { error: { code: e.code, message: e.message } },
         streamed: false,
@@ -95,40 +107,39 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
   const captured = captureBody(a.cacheMaxEntryBytes);
   let finished = false;
 
+  // What the body says, read once: now when it may be cached, otherwise only when the report is built.
+  let read: { body: unknown; raw?: KnownBody; error: boolean } | undefined;
+  const readBody = (text: string | undefined) => (read ??= readAnswer(text, isSse));
+
   const finish = (outcome: Outcome): void => {
     if (finished) return;
     finished = true;
+    const endedAt = Date.now();
     const text = captured.text(one(res.headers['content-encoding']));
-    let body: unknown;
-    let raw: KnownBody | undefined;
-    let clean = outcome === 'complete';
-    if (text !== undefined && isSse) {
-      const events = parseSse(text);
-      body = assembleStream(events);
-      if (sseOutcome(events).error) clean = false;
-    } else if (text !== undefined) {
-      body = parseJson(text);
-      if (body !== undefined) raw = knownBody(text);
-    }
-    const facts = exchangeFacts(base, {
-      endedAt: Date.now(),
-      status: res.status,
-      responseBody: body,
-      streamed: isSse,
-      cacheStatus: a.status,
-      outcome,
-      upstreamMs: Math.round((headersAt - base.t0) * 1000) / 1000,
+    a.report(() => {
+      const { body, raw } = readBody(text);
+      const facts = exchangeFacts(base, {
+        endedAt,
+        status: res.status,
+        responseBody: body,
+        streamed: isSse,
+        cacheStatus: a.status,
+        outcome,
+        upstreamMs: Math.round((headersAt - base.t0) * 1000) / 1000,
+      });
+      if (raw) facts.responseRaw = raw;
+      return facts;
     });
-    if (raw) facts.responseRaw = raw;
-    a.report(facts);
-    const storable = clean && ok && text !== undefined && (isSse || body !== undefined) && a.status !== 'BYPASS';
     let cached: CachedResponse | undefined;
-    if (storable) {
-      cached = { v: 1, status: res.status, headers: replayHeaders(res.headers), body: body ?? null, reportId: base.id };
-      if (isSse) cached.sse = text;
-      if (raw) {
-        cached.bodyBytes = raw.bytes;
-        cached.bodySha256 = raw.sha256;
+    if (outcome === 'complete' && ok && text !== undefined && a.status !== 'BYPASS') {
+      const { body, raw, error } = readBody(text);
+      if (!error && (isSse || body !== undefined)) {
+        cached = { v: 1, status: res.status, headers: replayHeaders(res.headers), body: body ?? null, reportId: base.id };
+        if (isSse) cached.sse = text;
+        if (raw) {
+          cached.bodyBytes = raw.bytes;
+          cached.bodySha256 = raw.sha256;
+        }
       }
     }
     a.onStored(cached);
@@ -137,8 +148,14 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
   // Paused first, so the copy starts with the first byte only once the client's pipe is attached.
   res.body.pause();
   res.body.on('data', (chunk: Buffer) => captured.add(chunk));
-  res.body.once('end', () => finish('complete'));
-  const broken = () => finish(req.signal.aborted ? 'client-abort' : 'stream-error');
+  // The bookkeeping of a clean end waits a turn, so the client's end is written first (the pipe to the
+  // client listens to 'end' after this), and nothing can ask for the entry before it is stored.
+  let ended = false;
+  res.body.once('end', () => {
+    ended = true;
+    setImmediate(finish, 'complete');
+  });
+  const broken = () => ended || finish(req.signal.aborted ? 'client-abort' : 'stream-error');
   res.body.once('error', broken);
   res.body.once('close', broken);
 

@@ -30,6 +30,13 @@ export interface ReportServiceOptions {
   now?: () => number;
 }
 
+/** What the proxy hands recordLater, built only when the report is written. */
+export interface LaterReport {
+  input: ReportInput;
+  id: string;
+  known: { request?: KnownBody; response?: KnownBody };
+}
+
 export interface ReportService {
   /** Resolves with the stored report once it is durable. */
   record(input: ReportInput): Promise<StoredReport>;
@@ -38,10 +45,10 @@ export interface ReportService {
   /** Writes a prepared report; resolves once it is durable. */
   commit(report: StoredReport): Promise<void>;
   /**
-   * Derives and writes a report a moment later, off the path of the next request (the proxy's reports are
-   * never awaited by a client). flush() waits for these too. Failures go to `onError`.
+   * Builds, derives and writes a report a moment later, off the path of the answer and of the next request
+   * (the proxy's reports are never awaited by a client). flush() waits for these too. Failures go to `onError`.
    */
-  recordLater(input: ReportInput, id: string, known: { request?: KnownBody; response?: KnownBody }, onError: (err: unknown) => void): void;
+  recordLater(build: () => LaterReport, onError: (err: unknown) => void): void;
   get(id: string): Promise<StoredReport | undefined>;
   list(query: ReportQuery): Promise<ReportPage>;
   stats(filter: ReportFilter, groupBy?: StatsGroupBy): Promise<StatsResult>;
@@ -74,13 +81,24 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
   };
   const commit = (report: StoredReport): Promise<void> => unavailableAs503(writer.write(report));
 
-  // Reports scheduled by recordLater and not yet handed to the writer.
-  let deferred = 0;
-  let deferredDone: Array<() => void> = [];
-  const settleDeferred = () => {
-    if (--deferred > 0) return;
-    const waiting = deferredDone;
-    deferredDone = [];
+  // Reports scheduled by recordLater and not yet handed to the writer: built together, by one timer.
+  let later: Array<{ build: () => LaterReport; onError: (err: unknown) => void }> = [];
+  let laterTimer: NodeJS.Timeout | undefined;
+  let laterDone: Array<() => void> = [];
+  const runLater = () => {
+    laterTimer = undefined;
+    const batch = later;
+    later = [];
+    for (const { build, onError } of batch) {
+      try {
+        const { input, id, known } = build();
+        commit(prepare(input, id, known)).catch(onError);
+      } catch (err) {
+        onError(err);
+      }
+    }
+    const waiting = laterDone;
+    laterDone = [];
     for (const resolve of waiting) resolve();
   };
 
@@ -94,24 +112,16 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
       await commit(report);
       return report;
     },
-    recordLater(input, id, known, onError) {
-      deferred++;
+    recordLater(build, onError) {
+      later.push({ build, onError });
       // A timer, not setImmediate: the next request's bytes, arriving meanwhile, are read first.
-      setTimeout(() => {
-        try {
-          commit(prepare(input, id, known)).catch(onError);
-        } catch (err) {
-          onError(err);
-        } finally {
-          settleDeferred();
-        }
-      }, DEFER_MS);
+      laterTimer ??= setTimeout(runLater, DEFER_MS);
     },
     get: (id) => unavailableAs503(opts.store.get(id)),
     list: (query) => unavailableAs503(opts.store.list(query)),
     stats: (filter, groupBy) => unavailableAs503(opts.store.stats(filter, groupBy)),
     async flush() {
-      if (deferred > 0) await new Promise<void>((resolve) => deferredDone.push(resolve));
+      if (later.length > 0) await new Promise<void>((resolve) => laterDone.push(resolve));
       await writer.flush();
     },
     async close() {

@@ -8,7 +8,7 @@ import type { SseEvent } from './sse.js';
 type Json = Record<string, unknown>;
 
 /** An event with its data parsed once and its type read from either place. */
-interface Typed {
+export interface Typed {
   type: string | undefined;
   data: Json | undefined;
 }
@@ -34,20 +34,28 @@ function parseJson(text: string): unknown {
 }
 
 /** The event's data as a JSON object, or undefined (`[DONE]`, bad JSON, a scalar). */
-export function eventJson(event: SseEvent): Json | undefined {
+function eventJson(event: SseEvent): Json | undefined {
   return obj(parseJson(event.data));
 }
 
 /** Anthropic and the responses API name each event twice (event line and data `type`); either will do. */
-export function eventType(event: SseEvent, data: Json | undefined): string | undefined {
+function eventType(event: SseEvent, data: Json | undefined): string | undefined {
   return str(data?.type) ?? event.event;
 }
 
-export function assembleStream(events: SseEvent[]): unknown | null {
-  const typed = events.map((event): Typed => {
+/** Every event's data parsed, once, for assembleTyped and the stream's outcome. */
+export function typedEvents(events: SseEvent[]): Typed[] {
+  return events.map((event): Typed => {
     const data = eventJson(event);
     return { type: eventType(event, data), data };
   });
+}
+
+export function assembleStream(events: SseEvent[]): unknown | null {
+  return assembleTyped(typedEvents(events));
+}
+
+export function assembleTyped(typed: Typed[]): unknown | null {
   if (typed.some(({ type }) => type === 'message_start')) return assembleAnthropic(typed);
   if (typed.some(({ type }) => type?.startsWith('response.'))) return assembleResponses(typed);
   for (const object of ['chat.completion.chunk', 'text_completion'] as const) {

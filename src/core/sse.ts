@@ -1,7 +1,7 @@
 // Server-sent events as the LLM APIs send them: the parsed events of a whole stream, and whether that stream
 // ended the way the provider ends a finished answer (so it may be cached) or with an error (so it may not).
 import { createParser } from 'eventsource-parser';
-import { eventJson, eventType } from './sse-assemble.js';
+import { type Typed, assembleTyped, typedEvents } from './sse-assemble.js';
 
 export { assembleStream } from './sse-assemble.js';
 
@@ -44,15 +44,25 @@ const TERMINAL_TYPES = new Set(['message_stop', 'response.completed', 'response.
 const ERROR_TYPES = new Set(['error', 'response.failed']);
 
 export function sseOutcome(events: SseEvent[]): SseOutcome {
+  return outcomeOf(events, typedEvents(events));
+}
+
+/** A whole stream read once: its assembled body (see assembleStream) and its outcome. */
+export function readStream(events: SseEvent[]): { body: unknown | null } & SseOutcome {
+  const typed = typedEvents(events);
+  return Object.assign({ body: assembleTyped(typed) }, outcomeOf(events, typed));
+}
+
+function outcomeOf(events: SseEvent[], typed: Typed[]): SseOutcome {
   let terminal = false;
   let error = false;
-  for (const event of events) {
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i]!;
     if (event.data.trim() === '[DONE]') {
       terminal = true;
       continue;
     }
-    const data = eventJson(event);
-    const type = eventType(event, data);
+    const { type, data } = typed[i]!;
     if (event.event !== undefined && TERMINAL_TYPES.has(event.event)) terminal = true;
     if (type !== undefined && TERMINAL_TYPES.has(type)) terminal = true;
     // Anthropic and the responses API send `event: error` / `type: "error"`; OpenAI chat completions put an

@@ -22,10 +22,11 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
   // The body goes upstream as bytes whatever its type; fastify would refuse a content-type it cannot
   // parse (`application`, `a, b`) before any parser runs, so it is shown one it knows and given back after.
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     const type = request.headers['content-type'];
     (request as unknown as Record<symbol, unknown>)[ORIGINAL_CONTENT_TYPE] = type;
     request.headers['content-type'] = 'application/octet-stream';
+    done();
   });
 
   app.route({
@@ -75,9 +76,9 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
   });
 };
 
+/** The body has been read: the headers go on with the client's own content-type (or none, as sent). */
 function withOriginalContentType(headers: IncomingHttpHeaders, original: unknown): IncomingHttpHeaders {
-  const out = { ...headers };
-  if (typeof original === 'string') out['content-type'] = original;
-  else delete out['content-type'];
-  return out;
+  if (typeof original === 'string') headers['content-type'] = original;
+  else delete headers['content-type'];
+  return headers;
 }

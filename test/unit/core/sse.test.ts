@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assembleStream, parseSse, sseOutcome } from '../../../src/core/sse.js';
+import { assembleStream, parseSse, readStream, sseOutcome } from '../../../src/core/sse.js';
 
 /** An SSE text as the provider writes it: one `data:` line per event, a blank line after each. */
 function openAiSse(chunks: unknown[], done = true): string {
@@ -99,6 +99,19 @@ describe('parseSse', () => {
 
   it('returns nothing for an empty text', () => {
     expect(parseSse('')).toEqual([]);
+  });
+});
+
+describe('readStream', () => {
+  it('reads a stream once into what assembleStream and sseOutcome say of it', () => {
+    const error = 'data: {"error":{"message":"The server had an error","type":"server_error","code":null}}\n\n';
+    const cut = OPENAI_TEXT.slice(0, OPENAI_TEXT.indexOf('data: [DONE]'));
+    for (const text of [OPENAI_TEXT, OPENAI_TOOLS, ANTHROPIC_TEXT, ANTHROPIC_TOOL, error, cut, '']) {
+      const events = parseSse(text);
+      expect(readStream(events)).toEqual({ body: assembleStream(events), ...sseOutcome(events) });
+    }
+    expect(readStream(parseSse(ANTHROPIC_TEXT)).body).toMatchObject({ type: 'message', role: 'assistant' });
+    expect(readStream(parseSse(error))).toMatchObject({ terminal: false, error: true });
   });
 });
 
