@@ -59,8 +59,12 @@ export interface ReportService {
   readonly prices: PriceTable;
 }
 
-/** How long recordLater waits: enough for a waiting request to be read first, nothing a report notices. */
-const DEFER_MS = 1;
+/**
+ * recordLater's reports wait for a quiet moment: QUIET_MS without a new one (a burst of answers is over),
+ * but never longer than MAX_DEFER_MS after the first. Clients are answered first; bookkeeping fills the gaps.
+ */
+const QUIET_MS = 3;
+const MAX_DEFER_MS = 50;
 
 export function createReportService(opts: ReportServiceOptions): ReportService {
   const now = opts.now ?? Date.now;
@@ -81,11 +85,13 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
   };
   const commit = (report: StoredReport): Promise<void> => unavailableAs503(writer.write(report));
 
-  // Reports scheduled by recordLater and not yet handed to the writer: built together, by one timer.
+  // Reports scheduled by recordLater and not yet handed to the writer: built together, in a quiet moment.
   let later: Array<{ build: () => LaterReport; onError: (err: unknown) => void }> = [];
   let laterTimer: NodeJS.Timeout | undefined;
-  let laterDone: Array<() => void> = [];
+  let firstLaterAt = 0;
+  let lastLaterAt = 0;
   const runLater = () => {
+    clearTimeout(laterTimer);
     laterTimer = undefined;
     const batch = later;
     later = [];
@@ -97,9 +103,12 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
         onError(err);
       }
     }
-    const waiting = laterDone;
-    laterDone = [];
-    for (const resolve of waiting) resolve();
+  };
+  const runWhenQuiet = () => {
+    const t = performance.now();
+    const quietFor = t - lastLaterAt;
+    if (quietFor < QUIET_MS && t - firstLaterAt < MAX_DEFER_MS) laterTimer = setTimeout(runWhenQuiet, Math.max(1, QUIET_MS - quietFor));
+    else runLater();
   };
 
   return {
@@ -113,15 +122,16 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
       return report;
     },
     recordLater(build, onError) {
+      lastLaterAt = performance.now();
+      if (later.length === 0) firstLaterAt = lastLaterAt;
       later.push({ build, onError });
-      // A timer, not setImmediate: the next request's bytes, arriving meanwhile, are read first.
-      laterTimer ??= setTimeout(runLater, DEFER_MS);
+      laterTimer ??= setTimeout(runWhenQuiet, QUIET_MS);
     },
     get: (id) => unavailableAs503(opts.store.get(id)),
     list: (query) => unavailableAs503(opts.store.list(query)),
     stats: (filter, groupBy) => unavailableAs503(opts.store.stats(filter, groupBy)),
     async flush() {
-      if (later.length > 0) await new Promise<void>((resolve) => laterDone.push(resolve));
+      if (later.length > 0) runLater();
       await writer.flush();
     },
     async close() {

@@ -29,8 +29,12 @@ const DEFAULT_ENTRIES_PAGE_SIZE = 32;
 const EVICTION_BATCH = 32;
 /** Bytes of recently read or written records also kept in memory, so a hot entry is not read from the file. */
 const HOT_BYTES = 32 * 1024 * 1024;
-/** Sets arriving within this window share one transaction (reads see them at once). */
-const SET_FLUSH_MS = 10;
+/**
+ * Sets are committed together, in a quiet moment: SET_QUIET_MS after the last one (a burst of answers is
+ * over), but never later than SET_MAX_DELAY_MS after the first. Reads see them at once meanwhile.
+ */
+const SET_QUIET_MS = 3;
+const SET_MAX_DELAY_MS = 50;
 /** A window with this many sets commits at once. */
 const SET_BATCH_MAX = 256;
 
@@ -191,6 +195,15 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   const pendingSets = new Map<string, CacheRecord>();
   let setWaiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
   let setTimer: NodeJS.Timeout | undefined;
+  let firstSetAt = 0;
+  let lastSetAt = 0;
+  function commitWhenQuiet(): void {
+    const t = performance.now();
+    const quietFor = t - lastSetAt;
+    if (quietFor < SET_QUIET_MS && t - firstSetAt < SET_MAX_DELAY_MS)
+      setTimer = setTimeout(commitWhenQuiet, Math.max(1, SET_QUIET_MS - quietFor));
+    else commitSets();
+  }
 
   function storeOne(record: CacheRecord, at: number): void {
     const size = entrySize(record.key, record.value);
@@ -274,6 +287,8 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
       // Writes are grouped: the sets of a short window commit in one transaction (a commit is what a set
       // costs: its WAL frames and locks; the rows are small). Reads see the pending ones meanwhile.
       return new Promise<void>((resolve, reject) => {
+        lastSetAt = performance.now();
+        if (pendingSets.size === 0) firstSetAt = lastSetAt;
         pendingSets.set(record.key, record);
         setWaiters.push({ resolve, reject });
         if (pendingSets.size >= SET_BATCH_MAX) {
@@ -281,7 +296,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
           setTimer = undefined;
           commitSets();
         } else if (!setTimer) {
-          setTimer = setTimeout(commitSets, SET_FLUSH_MS);
+          setTimer = setTimeout(commitWhenQuiet, SET_QUIET_MS);
         }
       });
     },
