@@ -1,7 +1,7 @@
 // One key function for both paths (DESIGN §4): sha256 over RFC 8785 canonical JSON. For the direct API
 // the key object is the `request` as sent, which equals Pezzo's own hash; for the proxy it is
 // {method, path, body, vary}. The stored key is `<namespace>:<hash>`.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { canonicalize } from 'json-canonicalize';
 
 /** Headers whose value changes an upstream answer, so they are part of a proxy key. */
@@ -21,7 +21,7 @@ export interface ProxyKeyObject {
 }
 
 export function cacheHash(keyObject: unknown): string {
-  return createHash('sha256').update(canonicalize(keyObject)).digest('hex');
+  return hash('sha256', canonicalize(keyObject), 'hex');
 }
 
 export function storedKey(namespace: string, hash: string): string {

@@ -1,5 +1,5 @@
 // Which cache namespace a call belongs to (DESIGN §4). Entries in different namespaces never meet.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 export const SHARED_NAMESPACE = 'shared';
 export const NAMESPACE_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
@@ -23,5 +23,5 @@ export function proxyNamespace(
   if (explicit) return explicit;
   if (scope === 'shared') return SHARED_NAMESPACE;
   if (!credential) return 'anonymous';
-  return `cred-${createHash('sha256').update(credential).digest('hex').slice(0, 32)}`;
+  return `cred-${hash('sha256', credential, 'hex').slice(0, 32)}`;
 }

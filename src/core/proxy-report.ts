@@ -1,5 +1,5 @@
 // The report of one proxied exchange, whatever its outcome, built from plain facts.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { KnownBody, ReportInput } from './report-derive.js';
 
 export type CacheStatus = 'HIT' | 'MISS' | 'BYPASS' | 'REFRESH' | 'COALESCED';
@@ -67,7 +67,7 @@ export function proxyReport(f: ExchangeFacts): ReportInput {
 /** Facts of a body known as bytes: reports of proxied calls describe the bytes that crossed the wire. */
 export function knownBody(raw: Buffer | string): KnownBody {
   const bytes = typeof raw === 'string' ? Buffer.byteLength(raw) : raw.length;
-  return { bytes, sha256: createHash('sha256').update(raw).digest('hex'), text: () => raw.toString() };
+  return { bytes, sha256: hash('sha256', raw, 'hex'), text: () => raw.toString() };
 }
 
 export function knownFacts(f: ExchangeFacts): { request?: KnownBody; response?: KnownBody } {

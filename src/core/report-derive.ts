@@ -1,7 +1,7 @@
 // Turns a report as a client sent it into the stored report: the client's fields as sent (unknown ones
 // included) plus the fields the relay derives on write. Derived names are reserved: they overwrite
 // same-named client fields.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { timestampMs } from '../storage/report-cursor.js';
 import type { ReportFields, StoredReport } from '../storage/report-store.js';
 import type { PriceTable } from './pricing.js';
@@ -41,7 +41,7 @@ function bodyFacts(body: unknown, maxBytes: number, known?: KnownBody): BodyFact
     return facts;
   }
   const buf = Buffer.from(JSON.stringify(body));
-  const facts: BodyFacts = { bytes: buf.length, sha256: createHash('sha256').update(buf).digest('hex') };
+  const facts: BodyFacts = { bytes: buf.length, sha256: hash('sha256', buf, 'hex') };
   if (buf.length > maxBytes) facts.cut = buf.subarray(0, maxBytes).toString('utf8');
   return facts;
 }
