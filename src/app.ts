@@ -9,6 +9,7 @@ import type { RelayConfig } from './config.js';
 import { type CacheService, createCacheService } from './core/cache-service.js';
 import { loadPriceTable } from './core/pricing.js';
 import { type ReportService, createReportService } from './core/report-service.js';
+import { AccessLog } from './http/access-log.js';
 import { requireTokens } from './http/auth.js';
 import { cacheRoutes } from './http/cache-routes.js';
 import { cacheTransferRoutes } from './http/cache-transfer-routes.js';
@@ -143,6 +144,8 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
     clientErrorHandler: clientErrorHandler(config.maxHeaderBytes),
     frameworkErrors,
     return503OnClosing: true,
+    // One access line per request instead of fastify's two (see AccessLog).
+    logController: new AccessLog(),
   });
   app.server.on('connect', refuseConnect);
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
