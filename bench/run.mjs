@@ -549,6 +549,11 @@ function buildReport(scenarios, opts, meta) {
     if (direct && bareS && ttfcP(direct, 0.5) !== undefined && ttfcP(bareS, 0.5) !== undefined) {
       info.push(`bare proxy first chunk p50 − direct (stream${at}): ${(ttfcP(bareS, 0.5) - ttfcP(direct, 0.5)).toFixed(3)} ms`);
     }
+    const missS = find('relay-miss', 'stream', latency);
+    if (bareS && missS && ttfcP(bareS, 0.5) !== undefined && ttfcP(missS, 0.5) !== undefined) {
+      // What the relay itself adds to a hop, whatever the hop costs on this machine.
+      info.push(`relay miss first chunk p50 − bare proxy (stream${at}): ${(ttfcP(missS, 0.5) - ttfcP(bareS, 0.5)).toFixed(3)} ms`);
+    }
     if (direct && hitS && ttfcP(direct, 0.5) !== undefined && ttfcP(hitS, 0.5) !== undefined) {
       info.push(`relay hit first chunk p50 − direct (stream${at}): ${(ttfcP(hitS, 0.5) - ttfcP(direct, 0.5)).toFixed(3)} ms`);
     }

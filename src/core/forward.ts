@@ -149,7 +149,8 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
   res.body.pause();
   res.body.on('data', (chunk: Buffer) => captured.add(chunk));
   // The bookkeeping of a clean end waits a turn, so the client's end is written first (the pipe to the
-  // client listens to 'end' after this), and nothing can ask for the entry before it is stored.
+  // client listens to 'end' after this). An identical request read meanwhile still finds this call in
+  // flight and shares its answer; the client's next request is read only after the entry is stored.
   let ended = false;
   res.body.once('end', () => {
     ended = true;
