@@ -1,6 +1,7 @@
 // The one report service: derive, then write through the group-commit writer. Both the direct API and
 // the proxy record through here.
 import { RELAY_ERR_REPORTS_UNAVAILABLE, StoreUnavailableError } from '../errors.js';
+import { createQuietTimer } from '../quiet-timer.js';
 import type {
   ReportFilter,
   ReportPage,
@@ -59,13 +60,6 @@ export interface ReportService {
   readonly prices: PriceTable;
 }
 
-/**
- * recordLater's reports wait for a quiet moment: QUIET_MS without a new one (a burst of answers is over),
- * but never longer than MAX_DEFER_MS after the first. Clients are answered first; bookkeeping fills the gaps.
- */
-const QUIET_MS = 3;
-const MAX_DEFER_MS = 50;
-
 export function createReportService(opts: ReportServiceOptions): ReportService {
   const now = opts.now ?? Date.now;
   const writer = createReportWriter({
@@ -87,12 +81,8 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
 
   // Reports scheduled by recordLater and not yet handed to the writer: built together, in a quiet moment.
   let later: Array<{ build: () => LaterReport; onError: (err: unknown) => void }> = [];
-  let laterTimer: NodeJS.Timeout | undefined;
-  let firstLaterAt = 0;
-  let lastLaterAt = 0;
-  const runLater = () => {
-    clearTimeout(laterTimer);
-    laterTimer = undefined;
+  const runLater = (): void => {
+    quiet.cancel();
     const batch = later;
     later = [];
     for (const { build, onError } of batch) {
@@ -104,12 +94,7 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
       }
     }
   };
-  const runWhenQuiet = () => {
-    const t = performance.now();
-    const quietFor = t - lastLaterAt;
-    if (quietFor < QUIET_MS && t - firstLaterAt < MAX_DEFER_MS) laterTimer = setTimeout(runWhenQuiet, Math.max(1, QUIET_MS - quietFor));
-    else runLater();
-  };
+  const quiet = createQuietTimer(runLater);
 
   return {
     writer,
@@ -122,10 +107,8 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
       return report;
     },
     recordLater(build, onError) {
-      lastLaterAt = performance.now();
-      if (later.length === 0) firstLaterAt = lastLaterAt;
       later.push({ build, onError });
-      laterTimer ??= setTimeout(runWhenQuiet, QUIET_MS);
+      quiet.poke();
     },
     get: (id) => unavailableAs503(opts.store.get(id)),
     list: (query) => unavailableAs503(opts.store.list(query)),

@@ -7,6 +7,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import { StoreUnavailableError } from '../errors.js';
+import { createQuietTimer } from '../quiet-timer.js';
 import type { CacheRecord, CacheStore, CacheStoreStats } from './cache-store.js';
 
 export interface SqliteCacheStoreOptions {
@@ -29,12 +30,6 @@ const DEFAULT_ENTRIES_PAGE_SIZE = 32;
 const EVICTION_BATCH = 32;
 /** Bytes of recently read or written records also kept in memory, so a hot entry is not read from the file. */
 const HOT_BYTES = 32 * 1024 * 1024;
-/**
- * Sets are committed together, in a quiet moment: SET_QUIET_MS after the last one (a burst of answers is
- * over), but never later than SET_MAX_DELAY_MS after the first. Reads see them at once meanwhile.
- */
-const SET_QUIET_MS = 3;
-const SET_MAX_DELAY_MS = 50;
 /** A window with this many sets commits at once. */
 const SET_BATCH_MAX = 256;
 
@@ -194,16 +189,8 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
 
   const pendingSets = new Map<string, CacheRecord>();
   let setWaiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
-  let setTimer: NodeJS.Timeout | undefined;
-  let firstSetAt = 0;
-  let lastSetAt = 0;
-  function commitWhenQuiet(): void {
-    const t = performance.now();
-    const quietFor = t - lastSetAt;
-    if (quietFor < SET_QUIET_MS && t - firstSetAt < SET_MAX_DELAY_MS)
-      setTimer = setTimeout(commitWhenQuiet, Math.max(1, SET_QUIET_MS - quietFor));
-    else commitSets();
-  }
+  // Sets are committed together, in a quiet moment (see quiet-timer.ts); reads see them at once meanwhile.
+  const quiet = createQuietTimer(commitSets);
 
   function storeOne(record: CacheRecord, at: number): void {
     const size = entrySize(record.key, record.value);
@@ -218,7 +205,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   });
 
   function commitSets(): void {
-    setTimer = undefined;
+    quiet.cancel();
     const records = [...pendingSets.values()];
     const waiters = setWaiters;
     pendingSets.clear();
@@ -284,20 +271,13 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
       }),
 
     set(record) {
-      // Writes are grouped: the sets of a short window commit in one transaction (a commit is what a set
-      // costs: its WAL frames and locks; the rows are small). Reads see the pending ones meanwhile.
+      // Writes are grouped: the sets of a burst commit in one transaction (a commit is what a set costs:
+      // its WAL frames and locks; the rows are small). Reads see the pending ones meanwhile.
       return new Promise<void>((resolve, reject) => {
-        lastSetAt = performance.now();
-        if (pendingSets.size === 0) firstSetAt = lastSetAt;
         pendingSets.set(record.key, record);
         setWaiters.push({ resolve, reject });
-        if (pendingSets.size >= SET_BATCH_MAX) {
-          clearTimeout(setTimer);
-          setTimer = undefined;
-          commitSets();
-        } else if (!setTimer) {
-          setTimer = setTimeout(commitWhenQuiet, SET_QUIET_MS);
-        }
+        if (pendingSets.size >= SET_BATCH_MAX) commitSets();
+        else quiet.poke();
       });
     },
 
@@ -332,10 +312,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
 
     close: () =>
       run(() => {
-        if (setTimer) {
-          clearTimeout(setTimer);
-          commitSets();
-        }
+        if (setWaiters.length > 0) commitSets();
         flushTouches();
         hot.clear();
         if (db.open) db.close();
