@@ -1,14 +1,21 @@
-// Command-line conventions shared by bench/run.mjs and bench/soak.mjs: -h/--help prints the usage and exits 0,
-// --relay-env K=V is repeatable, and bad options are all listed, followed by the usage, with exit status 2.
+// Command-line conventions shared by bench/run.mjs, bench/soak.mjs and bench/hop.mjs: -h/--help prints the usage and exits 0,
+// --relay-env K=V is repeatable, and bad options (unknown ones too) are listed, followed by the usage, with exit status 2.
 import { parseArgs } from 'node:util';
 
 /** parseArgs (strict) with -h/--help added; on --help, print the usage and exit 0. Returns the values. */
 export function parseCommandLine(argv, options, help) {
-  const { values } = parseArgs({
-    args: argv,
-    options: { ...options, help: { type: 'boolean', short: 'h' } },
-    strict: true,
-  });
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: { ...options, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    }));
+  } catch (err) {
+    // an unknown option, a missing value: the usage, not a stack trace
+    process.stderr.write(`${err.message}\n\n${help}`);
+    process.exit(2);
+  }
   if (values.help) {
     process.stdout.write(help);
     process.exit(0);
