@@ -1,0 +1,73 @@
+// Two reference proxies for bench/hop.mjs, thinner than the bare @fastify/http-proxy baseline, to show what
+// one hop costs on this machine before any framework runs:
+//
+//   --kind tcp    bytes piped between sockets (node:net): no HTTP parsing at all, the loopback floor
+//   --kind http   node:http server + an undici Agent, headers copied minus hop-by-hop ones, body piped back:
+//                 the least an HTTP-aware proxy written in Node does
+//
+//   node bench/reference-proxy.mjs --kind tcp|http --upstream http://127.0.0.1:PORT [--port N]
+//
+// Prints one JSON line {"port":N,"url":"http://127.0.0.1:N"} once it listens; exits when its parent (with an
+// IPC channel, as bench/hop.mjs starts it) goes away. Measuring aids only: no limits, no error mapping.
+import http from 'node:http';
+import net from 'node:net';
+import { parseArgs } from 'node:util';
+import { Agent } from 'undici';
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-connection', 'host']);
+
+function tcpProxy(upstream) {
+  const { hostname, port } = new URL(upstream);
+  return net.createServer((client) => {
+    const up = net.connect(Number(port), hostname);
+    client.setNoDelay(true);
+    up.setNoDelay(true);
+    client.pipe(up).pipe(client);
+    const close = () => {
+      client.destroy();
+      up.destroy();
+    };
+    client.on('error', close);
+    up.on('error', close);
+  });
+}
+
+function httpProxy(upstream) {
+  const agent = new Agent({ keepAliveTimeout: 30_000 });
+  const origin = new URL(upstream).origin;
+  const strip = (headers) => {
+    const out = {};
+    for (const [k, v] of Object.entries(headers)) if (!HOP_BY_HOP.has(k)) out[k] = v;
+    return out;
+  };
+  return http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const body = chunks.length > 0 ? Buffer.concat(chunks) : null;
+      agent.request({ origin, path: req.url, method: req.method, headers: strip(req.headers), body }).then(
+        (up) => {
+          res.writeHead(up.statusCode, strip(up.headers));
+          up.body.pipe(res);
+        },
+        (err) => {
+          res.writeHead(502, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ error: { message: err.message } }));
+        },
+      );
+    });
+  });
+}
+
+const { values } = parseArgs({ options: { kind: { type: 'string' }, upstream: { type: 'string' }, port: { type: 'string', default: '0' } } });
+if (!values.upstream || !['tcp', 'http'].includes(values.kind ?? '')) {
+  process.stderr.write('usage: node bench/reference-proxy.mjs --kind tcp|http --upstream http://127.0.0.1:PORT [--port N]\n');
+  process.exit(2);
+}
+const server = values.kind === 'tcp' ? tcpProxy(values.upstream) : httpProxy(values.upstream);
+server.listen(Number(values.port), '127.0.0.1', () => {
+  const { port } = server.address();
+  process.stdout.write(`${JSON.stringify({ port, url: `http://127.0.0.1:${port}` })}\n`);
+});
+if (process.send) process.once('disconnect', () => process.exit(0));
+process.once('SIGTERM', () => process.exit(0));
