@@ -108,7 +108,9 @@ try {
     '|---|--:|--:|--:|--:|',
     ...targets.map((t) => {
       const p50 = percentile(t.sorted, 0.5);
-      const cpu = t === direct ? `${Math.round((t.cpuMs * 1000) / t.requests)} (upstream)` : Math.round((t.cpuMs * 1000) / t.requests);
+      const us = Math.round((t.cpuMs * 1000) / t.requests);
+      // /proc is Linux only: elsewhere the column stays empty
+      const cpu = !Number.isFinite(us) ? '—' : t === direct ? `${us} (upstream)` : us;
       return `| ${t.name} | ${p50.toFixed(3)} | ${percentile(t.sorted, 0.9).toFixed(3)} | ${t === direct ? '—' : `+${(p50 - d50).toFixed(3)}`} | ${cpu} |`;
     }),
     '',
