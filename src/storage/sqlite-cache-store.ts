@@ -157,8 +157,8 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     return bytes;
   }
 
-  // Each transaction returns the new total; it is assigned only after the commit, so a rolled-back
-  // transaction cannot leave the running total wrong.
+  // The running total follows each record stored; if storeAll's transaction rolls back, commitSets puts
+  // the total (and the hot records) back as they were, so a failed commit cannot leave them wrong.
   // A hit must not pay for a write transaction: recency is kept in memory and written in batches. The
   // eviction order sees every read, because pending touches are written before victims are chosen.
   const pendingTouches = new Map<string, number>();
@@ -175,8 +175,10 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     if (pendingTouches.size > 0 && db.open) writeTouches();
   }
 
-  const removeTx = db.transaction((key: string): number => totalBytes - (deleteOne.get(key) ?? 0));
-  const setTx = db.transaction((record: CacheRecord, size: number, at: number): number => {
+  // The two steps of storeAll's transaction (plain functions: a nested transaction would add a savepoint
+  // per record, which shows in a profile of a miss); each returns the new total for storeOne to keep.
+  const removeEntry = (key: string): number => totalBytes - (deleteOne.get(key) ?? 0);
+  const setEntry = (record: CacheRecord, size: number, at: number): number => {
     pendingTouches.delete(record.key);
     const previous = selectSize.get(record.key) ?? 0;
     upsert.run(record.key, record.value, record.createdAt, record.expiresAt, at, size);
@@ -185,7 +187,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     if (bytes <= maxBytes) return bytes;
     flushTouches();
     return evict(record.key, at, bytes);
-  });
+  };
 
   const pendingSets = new Map<string, CacheRecord>();
   let setWaiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
@@ -197,8 +199,8 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     // An already expired record, or one that can never fit, is not stored; it still replaces (removes)
     // the previous entry, which would otherwise be served although the caller superseded it.
     hot.delete(record.key);
-    if (record.expiresAt <= at || size > maxBytes) totalBytes = removeTx(record.key);
-    else totalBytes = setTx(record, size, at);
+    if (record.expiresAt <= at || size > maxBytes) totalBytes = removeEntry(record.key);
+    else totalBytes = setEntry(record, size, at);
   }
   const storeAll = db.transaction((records: CacheRecord[], at: number) => {
     for (const record of records) storeOne(record, at);
