@@ -1,5 +1,5 @@
 // Upstream failures map once, by code: refused → 502, slow → 504 after the configured timeout; a client
-// that leaves mid-stream aborts the upstream call and leaves no entry; credentials never land anywhere.
+// that leaves (before the answer starts, or mid-stream) aborts the upstream call and leaves no entry; credentials never land anywhere.
 import { readFile, readdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -104,6 +104,39 @@ describe('client abort', () => {
     await relay.reports.flush();
     const report = await get(`${relay.url}/api/reporting/v2/requests/${res.headers.get('x-relay-report-id')}`);
     expect(report.body).toMatchObject({ proxy: { outcome: 'client-abort', cacheStatus: 'MISS' } });
+  });
+
+  it('a client that leaves before the answer starts aborts the upstream request at once, and the call is reported', async () => {
+    up.delayMs = 250; // a model still thinking (below this relay's 300 ms headers timeout)
+    const controller = new AbortController();
+    const pending = fetch(`${relay.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-abort', 'x-relay-client': 'leaves-early' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'think for a while' }] }),
+      signal: controller.signal,
+    });
+    pending.catch(() => undefined);
+    const deadline = Date.now() + 2000;
+    while (up.calls.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    expect(up.calls).toHaveLength(1);
+    const leftAt = Date.now();
+    controller.abort();
+    await expect(pending).rejects.toThrow();
+    while (up.closedEarly === 0 && Date.now() - leftAt < 1000) await new Promise((r) => setTimeout(r, 5));
+    expect(up.closedEarly).toBe(1);
+    // the upstream saw the call go before its answer was due, not when it tried to answer
+    expect(Date.now() - leftAt).toBeLessThan(200);
+
+    up.delayMs = 0;
+    await relay.reports.flush();
+    const reports = await get(`${relay.url}/api/reporting/v2/requests?client=leaves-early&limit=10`);
+    expect(reports.body.items).toHaveLength(1);
+    const report = await get(`${relay.url}/api/reporting/v2/requests/${reports.body.items[0].id}`);
+    expect(report.body).toMatchObject({ response: { status: 499 }, proxy: { outcome: 'client-abort', cacheStatus: 'MISS' } });
+    // nothing was stored: the same call goes upstream again
+    const again = await chat(relay.url, 'think for a while', { headers: { authorization: 'Bearer sk-abort' } });
+    expect(again.cache).toBe('MISS');
+    expect(up.calls).toHaveLength(2);
   });
 });
 
