@@ -1,4 +1,5 @@
 // The plain data that crosses between the http layer and core/exchange on the proxy path.
+import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { CachedResponse } from './cached-response.js';
@@ -12,7 +13,21 @@ export interface ProxyRequest {
   headers: IncomingHttpHeaders;
   body: Buffer | undefined;
   /** aborted when the client goes away */
-  signal: AbortSignal;
+  signal: ClientGone;
+}
+
+/**
+ * Tells the upstream call that its client went away: `aborted`, and one 'abort' event. undici takes an
+ * EventEmitter as a request's signal; an AbortController costs about 8 µs more per call (EventTarget).
+ */
+export class ClientGone extends EventEmitter {
+  aborted = false;
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.emit('abort');
+  }
 }
 
 export interface ProxyResponse {

@@ -3,7 +3,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyPluginAsync } from 'fastify';
 import { RELAY_ERR_NOT_FOUND } from '../errors.js';
-import type { Exchange } from '../core/proxy-types.js';
+import { ClientGone, type Exchange } from '../core/proxy-types.js';
 
 export interface ProxyRoutesOptions {
   exchange: Exchange;
@@ -39,18 +39,18 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
       if (url === '/api' || OWN_PREFIXES.some((p) => url.startsWith(p)))
         throw new RELAY_ERR_NOT_FOUND(`Route ${request.method} ${url.split('?')[0]} not found`);
 
-      // The client going away (before or during the answer) aborts the upstream call. The controller is
-      // made only when core asks for the signal, i.e. on the way upstream: a cache hit never needs one.
-      let abort: AbortController | undefined;
+      // The client going away (before or during the answer) aborts the upstream call. The signal is
+      // made only when core asks for it, i.e. on the way upstream: a cache hit never needs one.
+      let gone: ClientGone | undefined;
       const res0 = reply.raw;
-      const signal = (): AbortSignal => {
-        if (!abort) {
-          const controller = new AbortController();
-          abort = controller;
-          if (request.raw.socket?.destroyed) controller.abort();
-          else res0.once('close', () => res0.writableFinished || controller.abort());
+      const signal = (): ClientGone => {
+        if (!gone) {
+          const g = new ClientGone();
+          gone = g;
+          if (request.raw.socket?.destroyed) g.abort();
+          else res0.once('close', () => res0.writableFinished || g.abort());
         }
-        return abort.signal;
+        return gone;
       };
       let res;
       try {
@@ -65,7 +65,7 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
         });
       } catch (err) {
         // The client left before the answer: nobody to answer, nothing went wrong (the report says so).
-        if (abort?.signal.aborted) {
+        if (gone?.aborted) {
           request.log.debug({ url }, 'client went away before the answer');
           return reply.hijack();
         }

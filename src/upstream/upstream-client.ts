@@ -1,5 +1,6 @@
 // The one way out to the providers: an undici Agent (keep-alive pools per origin) with the timeouts from
 // config, and raw network errors mapped once, by code, into the relay's errors (the original kept as cause).
+import type { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
@@ -21,7 +22,8 @@ export interface UpstreamRequest {
   method: string;
   headers: Record<string, string | string[]>;
   body?: Buffer;
-  signal?: AbortSignal;
+  /** aborts the call: an AbortSignal, or an EventEmitter with `aborted` that emits 'abort' */
+  signal?: AbortSignal | (EventEmitter & { readonly aborted: boolean });
 }
 
 export interface UpstreamResponse {
