@@ -175,8 +175,8 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     if (pendingTouches.size > 0 && db.open) writeTouches();
   }
 
-  // The two steps of storeAll's transaction (plain functions: a nested transaction would add a savepoint
-  // per record, which shows in a profile of a miss); each returns the new total for storeOne to keep.
+  // The two steps of storeAll's transaction, plain functions: as nested transactions they would add a
+  // SAVEPOINT and a RELEASE per record. Each returns the new total for storeOne to keep.
   const removeEntry = (key: string): number => totalBytes - (deleteOne.get(key) ?? 0);
   const setEntry = (record: CacheRecord, size: number, at: number): number => {
     pendingTouches.delete(record.key);
