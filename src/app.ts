@@ -9,18 +9,19 @@ import type { RelayConfig } from './config.js';
 import { type CacheService, createCacheService } from './core/cache-service.js';
 import { loadPriceTable } from './core/pricing.js';
 import { type ReportService, createReportService } from './core/report-service.js';
-import { AccessLog } from './http/access-log.js';
-import { requireTokens } from './http/auth.js';
+import { AccessLog, createRequestIds } from './http/access-log.js';
+import { createTokenCheck, requireTokens } from './http/auth.js';
 import { cacheRoutes } from './http/cache-routes.js';
 import { cacheTransferRoutes } from './http/cache-transfer-routes.js';
 import { clientErrorHandler, refuseConnect } from './http/client-errors.js';
 import { registerDocs } from './http/docs.js';
 import { frameworkErrors, installErrorHandling } from './http/error-handler.js';
 import { useStrictJsonBodies } from './http/json-body.js';
+import { installDraining } from './http/draining.js';
 import { createMetrics } from './http/metrics.js';
 import { opsRoutes } from './http/ops-routes.js';
 import { dashboardRoutes } from './http/dashboard-routes.js';
-import { proxyRoutes } from './http/proxy-routes.js';
+import { type ProxyEdge, createProxyEdge, edgeServerFactory } from './http/proxy-edge.js';
 import { reportingRoutes } from './http/reporting-routes.js';
 import { createExchange } from './core/exchange.js';
 import type { Exchange } from './core/proxy-types.js';
@@ -82,10 +83,11 @@ export async function openReportStore(config: RelayConfig): Promise<ReportStore>
 
 export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOverrides = {}): Promise<Relay> {
   registerAjvFormats();
-  const logger: FastifyBaseLogger = pino(
+  const pinoLogger = pino(
     { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' }, serializers: { req: requestForLog } },
     overrides.logStream,
   );
+  const logger: FastifyBaseLogger = pinoLogger;
   const cacheStore = overrides.cacheStore ?? (await openCacheStore(config));
   let reportStore: ReportStore;
   try {
@@ -136,14 +138,18 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
     },
   });
 
+  // The proxy's requests go from the server straight to the proxy edge, the rest to fastify (proxy-edge.ts).
+  let edge: ProxyEdge | undefined;
+  const nextRequestId = createRequestIds();
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: config.maxBodyBytes,
-    http: { maxHeaderSize: config.maxHeaderBytes },
-    requestTimeout: config.requestTimeoutMs,
+    serverFactory: edgeServerFactory({ maxHeaderBytes: config.maxHeaderBytes, requestTimeoutMs: config.requestTimeoutMs }, () => edge),
+    genReqId: nextRequestId,
     clientErrorHandler: clientErrorHandler(config.maxHeaderBytes),
     frameworkErrors,
-    return503OnClosing: true,
+    // Requests during shutdown get the relay's own 503 (see draining.ts).
+    return503OnClosing: false,
     // One access line per request instead of fastify's two (see AccessLog).
     logController: new AccessLog(),
   });
@@ -152,6 +158,7 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
   // Replies are plain JSON; schemas on responses are for the OpenAPI document only.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   installErrorHandling(app);
+  const draining = installDraining(app);
   requireTokens(app, config.apiTokens);
   // Before every route plugin: fastify copies hooks into child scopes when they are registered.
   metrics.install(app);
@@ -189,7 +196,15 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
     defaults: { client: 'llm-relay', clientVersion: VERSION, environment: config.environment },
     telemetry: metrics.telemetry,
   });
-  await app.register(proxyRoutes, { exchange });
+  edge = createProxyEdge({
+    exchange,
+    log: pinoLogger,
+    maxBodyBytes: config.maxBodyBytes,
+    ...(config.apiTokens.length > 0 ? { tokenCheck: createTokenCheck(config.apiTokens) } : {}),
+    count: (cacheStatus, statusCode) => metrics.countRequest('proxy', cacheStatus, statusCode),
+    closing: draining.closing,
+    nextRequestId,
+  });
 
   app.addHook('onClose', async () => {
     await upstream.close();

@@ -80,6 +80,11 @@ export const RELAY_ERR_CACHE_ONLY_MISS = createError(
   'No cached answer and the request may not go upstream (%s)',
   504,
 );
+export const RELAY_ERR_SHUTTING_DOWN = createError(
+  'RELAY_ERR_SHUTTING_DOWN',
+  'The relay is shutting down: send the request again (to another instance)',
+  503,
+);
 export const RELAY_ERR_INTERNAL = createError('RELAY_ERR_INTERNAL', 'Internal error', 500);
 
 /** Every error code with its status, for the README table test. */
@@ -104,6 +109,7 @@ export const ERROR_CODES = Object.freeze({
   RELAY_ERR_UPSTREAM_DNS: 503,
   RELAY_ERR_CACHE_UNAVAILABLE: 503,
   RELAY_ERR_REPORTS_UNAVAILABLE: 503,
+  RELAY_ERR_SHUTTING_DOWN: 503,
   RELAY_ERR_UPSTREAM_TIMEOUT: 504,
   RELAY_ERR_CACHE_ONLY_MISS: 504,
 } as const);

@@ -1,7 +1,7 @@
 // The one root error handler: every error leaves as {statusCode, code, error, message}. Fastify's own
 // errors are renamed into the RELAY_ERR_* catalogue so clients see one vocabulary.
 import { STATUS_CODES } from 'node:http';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
 
 export interface ErrorBody {
   statusCode: number;
@@ -54,20 +54,28 @@ export function validationMessage(part: string, errors: FastifySchemaValidationE
   return `${path} ${first.message ?? 'is invalid'}`;
 }
 
-/** Errors fastify raises before routing (a URL it cannot decode), in the relay's shape. */
+/** A 500 is a bug; the other 5xx are documented answers (upstream down, store down, cache-only miss). */
+export function logFailure(log: FastifyBaseLogger, body: ErrorBody, err: unknown): void {
+  if (body.statusCode === 500) log.error({ err }, 'request failed');
+  else if (body.statusCode > 500) log.warn({ code: body.code, message: body.message }, 'request failed');
+  else log.info({ code: body.code, message: body.message }, 'request rejected');
+}
+
+/** Errors fastify raises before routing (a URL it cannot decode, a path parameter too long), in the relay's shape. */
 export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  const message = err.code === 'FST_ERR_BAD_URL' ? 'Malformed URL: the path has an invalid percent-encoding' : err.message;
   request.log.info({ code: err.code }, 'request rejected');
-  void reply.code(400).type('application/json; charset=utf-8').send(errorBody(400, 'RELAY_ERR_BAD_REQUEST', message));
+  // No route of the relay takes a path parameter that long (a report id has 36 characters): nothing there.
+  const body =
+    err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? errorBody(404, 'RELAY_ERR_NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found: a path parameter is too long`)
+      : errorBody(400, 'RELAY_ERR_BAD_REQUEST', err.code === 'FST_ERR_BAD_URL' ? 'Malformed URL: the path has an invalid percent-encoding' : err.message);
+  void reply.code(body.statusCode).type('application/json; charset=utf-8').send(body);
 }
 
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const body = toErrorBody(err);
-    // A 500 is a bug; the other 5xx are documented answers (upstream down, store down, cache-only miss).
-    if (body.statusCode === 500) request.log.error({ err }, 'request failed');
-    else if (body.statusCode > 500) request.log.warn({ code: body.code, message: body.message }, 'request failed');
-    else request.log.info({ code: body.code, message: body.message }, 'request rejected');
+    logFailure(request.log, body, err);
     // Proxy errors carry the x-relay-* headers of their exchange (report id, cache status).
     const headers = (err as FastifyError & { headers?: Record<string, string> }).headers;
     if (headers && body.statusCode !== 500) void reply.headers(headers);

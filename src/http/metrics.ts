@@ -23,6 +23,8 @@ export interface MetricsOptions {
 
 export interface Metrics {
   telemetry: Telemetry;
+  /** Counts one answered request: `route` is fastify's route pattern, `proxy` for the proxy edge, or `unmatched`. */
+  countRequest(route: string, cacheStatus: unknown, statusCode: number): void;
   /** Adds the onResponse hook and GET /metrics to the root instance: call it before any route is registered. */
   install(app: FastifyInstance): void;
   registry: Registry;
@@ -200,19 +202,22 @@ export function createMetrics(sources: MetricsSources, opts: MetricsOptions = {}
     },
   };
 
+  function countRequest(route: string, cacheStatus: unknown, statusCode: number): void {
+    requests.inc({
+      route,
+      // Only the relay's own values, so a stray header cannot add label values without bound.
+      cache_status: typeof cacheStatus === 'string' && CACHE_STATUSES.has(cacheStatus) ? cacheStatus : 'none',
+      status_code: String(statusCode),
+    });
+  }
+
   function install(app: FastifyInstance): void {
-    app.addHook('onResponse', async (request, reply) => {
+    app.addHook('onResponse', (request, reply, done) => {
       const url = request.routeOptions.url;
       // Scrapes are not counted: they would be most of a quiet relay's traffic, and Prometheus' own `up`
       // series already tells whether a scrape worked.
-      if (url === '/metrics') return;
-      const header = reply.getHeader('x-relay-cache');
-      requests.inc({
-        route: url === undefined ? 'unmatched' : url === '/*' ? 'proxy' : url,
-        // Only the relay's own values, so a stray header cannot add label values without bound.
-        cache_status: typeof header === 'string' && CACHE_STATUSES.has(header) ? header : 'none',
-        status_code: String(reply.statusCode),
-      });
+      if (url !== '/metrics') countRequest(url ?? 'unmatched', reply.getHeader('x-relay-cache'), reply.statusCode);
+      done();
     });
 
     app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
@@ -221,5 +226,5 @@ export function createMetrics(sources: MetricsSources, opts: MetricsOptions = {}
     });
   }
 
-  return { telemetry, install, registry };
+  return { telemetry, countRequest, install, registry };
 }

@@ -1,0 +1,219 @@
+// The transparent proxy's HTTP edge: every request the relay does not serve itself goes from node:http
+// straight to core/exchange, beside fastify rather than through it. This is the hot path of every proxied
+// call, and fastify's per-request machinery (router, hooks, body parser, reply) adds nothing here: the
+// body is taken as bytes whatever its type, the answer is a status, headers and a string or a stream.
+// What fastify gives its routes, the edge does itself in the relay's own terms: the access token, the
+// body limit, error answers in the relay's shape, the access log line, the request counter, and a 503
+// while the relay shuts down. Everything else (the /api routes, /metrics, /docs, /dashboard, unknown
+// methods) stays with fastify.
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import type { Logger } from 'pino';
+import { RELAY_ERR_BAD_REQUEST, RELAY_ERR_BODY_TOO_LARGE, RELAY_ERR_SHUTTING_DOWN, RELAY_ERR_UNAUTHORIZED } from '../errors.js';
+import { ClientGone, type Exchange, type ProxyResponse } from '../core/proxy-types.js';
+import { type AccessLine, logArrival, logCompleted } from './access-log.js';
+import { type ErrorBody, logFailure, toErrorBody } from './error-handler.js';
+
+/** Paths the relay answers itself (fastify): an unknown one under them is a 404, never forwarded. */
+const OWN_PREFIXES = ['/api/', '/healthz', '/readyz', '/metrics', '/docs', '/dashboard'];
+
+/** Methods the proxy forwards; any other goes to fastify, which answers 404. */
+const METHODS = new Set(['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT', 'OPTIONS']);
+
+/** `%` not followed by two hex digits, or escapes that are not UTF-8: the same URLs fastify refuses. */
+function badPercentEncoding(url: string): boolean {
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  if (!path.includes('%')) return false;
+  try {
+    decodeURIComponent(path);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+export interface ProxyEdgeOptions {
+  exchange: Exchange;
+  /** the relay's logger (the same pino instance fastify logs through) */
+  log: Logger;
+  /** largest request body accepted (413 above it) */
+  maxBodyBytes: number;
+  /** the relay token check when RELAY_API_TOKENS is set; on the proxy only `x-relay-token` counts */
+  tokenCheck?: (presented: string | undefined) => boolean;
+  /** the request counter of /metrics, once per answered request */
+  count(cacheStatus: unknown, statusCode: number): void;
+  /** true once the relay is shutting down: new requests get a 503 */
+  closing(): boolean;
+  nextRequestId(): string;
+}
+
+export interface ProxyEdge {
+  /** whether this request is the proxy's (else fastify's) */
+  takes(req: IncomingMessage): boolean;
+  handle(req: IncomingMessage, res: ServerResponse): void;
+}
+
+export function createProxyEdge(opts: ProxyEdgeOptions): ProxyEdge {
+  const { exchange, log, maxBodyBytes } = opts;
+
+  function answerError(res: ServerResponse, line: AccessLine, err: unknown): void {
+    const body: ErrorBody = toErrorBody(err as Parameters<typeof toErrorBody>[0]);
+    logFailure(log.child({ reqId: line.reqId }), body, err);
+    const text = JSON.stringify(body);
+    const headers: Record<string, string | number> = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) };
+    // Proxy errors carry the x-relay-* headers of their exchange (report id, cache status).
+    const own = (err as { headers?: Record<string, string> }).headers;
+    if (own && body.statusCode !== 500) {
+      Object.assign(headers, own);
+      line.cacheStatus = own['x-relay-cache'];
+    }
+    if (opts.closing()) headers.connection = 'close';
+    res.writeHead(body.statusCode, headers);
+    res.end(text);
+  }
+
+  function answer(res: ServerResponse, line: AccessLine, out: ProxyResponse): void {
+    const body = out.body;
+    line.cacheStatus = out.headers['x-relay-cache'];
+    if (typeof body === 'string') {
+      out.headers['content-length'] = String(Buffer.byteLength(body));
+      res.writeHead(out.status, out.headers);
+      res.end(body);
+      return;
+    }
+    res.writeHead(out.status, out.headers);
+    // pipe, with back-pressure. An upstream that fails mid-stream cuts the client's answer (the report
+    // says stream-error); a client that leaves aborts the upstream call through the exchange's signal,
+    // which ends the body. (stream.pipeline would do both, at the price of an AbortController per call.)
+    body.once('error', (err) => {
+      log.debug({ reqId: line.reqId, err }, 'proxied answer cut short');
+      res.destroy(err);
+    });
+    body.pipe(res);
+  }
+
+  async function forward(req: IncomingMessage, res: ServerResponse, line: AccessLine, body: Buffer | undefined): Promise<void> {
+    // The client going away (before or during the answer) aborts the upstream call. The signal is made
+    // only when core asks for it, i.e. on the way upstream: a cache hit never needs one.
+    let gone: ClientGone | undefined;
+    const signal = (): ClientGone => {
+      if (!gone) {
+        const g = new ClientGone();
+        gone = g;
+        if (req.socket.destroyed) g.abort();
+        else res.once('close', () => res.writableFinished || g.abort());
+      }
+      return gone;
+    };
+    let out: ProxyResponse;
+    try {
+      out = await exchange.handle({
+        method: req.method!,
+        url: req.url!,
+        headers: req.headers,
+        body,
+        get signal() {
+          return signal();
+        },
+      });
+    } catch (err) {
+      // The client left before the answer: nobody to answer, nothing went wrong (the report says so).
+      if (gone?.aborted || res.destroyed) {
+        log.debug({ reqId: line.reqId, url: line.req.url }, 'client went away before the answer');
+        return;
+      }
+      answerError(res, line, err);
+      return;
+    }
+    try {
+      answer(res, line, out);
+    } catch (err) {
+      // A header the upstream sent that Node will not write (an invalid character): a bug-class answer.
+      if (typeof out.body !== 'string') out.body.destroy();
+      if (!res.headersSent) answerError(res, line, err);
+      else res.destroy(err as Error);
+    }
+  }
+
+  function readBody(req: IncomingMessage, res: ServerResponse, line: AccessLine): void {
+    const declared = Number(req.headers['content-length']);
+    if (declared > maxBodyBytes) {
+      answerError(res, line, new RELAY_ERR_BODY_TOO_LARGE(maxBodyBytes));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > maxBodyBytes) {
+        // Stop collecting; Node reads and drops the rest once the 413 is sent, so the client gets it.
+        req.off('data', onData);
+        req.off('end', onEnd);
+        answerError(res, line, new RELAY_ERR_BODY_TOO_LARGE(maxBodyBytes));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      const body = chunks.length === 0 ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
+      void forward(req, res, line, body);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    // A client that leaves while sending its body: nothing to answer, and nothing was forwarded.
+    req.on('error', (err) => log.debug({ reqId: line.reqId, err }, 'request body not received'));
+  }
+
+  return {
+    takes(req) {
+      const url = req.url;
+      if (url === undefined || url.charCodeAt(0) !== 0x2f /* / */ || !METHODS.has(req.method!)) return false;
+      return url !== '/api' && !OWN_PREFIXES.some((p) => url.startsWith(p));
+    },
+
+    handle(req, res) {
+      const line: AccessLine = { reqId: opts.nextRequestId(), req, startedAt: performance.now() };
+      logArrival(log, line);
+      res.once('finish', () => {
+        opts.count(line.cacheStatus, res.statusCode);
+        logCompleted(log, line, res.statusCode);
+      });
+      if (opts.closing()) return answerError(res, line, new RELAY_ERR_SHUTTING_DOWN());
+      if (opts.tokenCheck) {
+        const presented = req.headers['x-relay-token'];
+        if (!opts.tokenCheck(typeof presented === 'string' ? presented : undefined))
+          return answerError(res, line, new RELAY_ERR_UNAUTHORIZED());
+      }
+      if (badPercentEncoding(req.url!))
+        return answerError(res, line, new RELAY_ERR_BAD_REQUEST('Malformed URL: the path has an invalid percent-encoding'));
+      readBody(req, res, line);
+    },
+  };
+}
+
+export interface EdgeServerSettings {
+  maxHeaderBytes: number;
+  requestTimeoutMs: number;
+}
+
+/** fastify keeps idle keep-alive connections this long on servers it makes itself (its default). */
+const KEEP_ALIVE_TIMEOUT_MS = 72_000;
+
+/**
+ * fastify's serverFactory: one node:http server whose requests go to the proxy edge when it takes them,
+ * else to fastify. `edge` is read per request: it is built after fastify (it needs the app's logger),
+ * before the server listens.
+ */
+export function edgeServerFactory(settings: EdgeServerSettings, edge: () => ProxyEdge | undefined) {
+  return (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
+    const server = createServer({ maxHeaderSize: settings.maxHeaderBytes }, (req, res) => {
+      const e = edge();
+      if (e !== undefined && e.takes(req)) e.handle(req, res);
+      else fastifyHandler(req, res);
+    });
+    // What fastify sets on a server it creates, and skips for one it is given.
+    server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+    server.requestTimeout = settings.requestTimeoutMs;
+    return server;
+  };
+}

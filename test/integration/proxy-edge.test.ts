@@ -1,0 +1,151 @@
+// The proxy edge (src/http/proxy-edge.ts) answers proxied calls beside fastify: what fastify did for the
+// proxy route, it now does itself — the access log line, a malformed URL, the drain at shutdown — and the
+// relay's own routes stay with fastify.
+import net from 'node:net';
+import { rm } from 'node:fs/promises';
+import { request } from 'undici';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { type RawResponse, parseResponses } from '../helpers/raw-http.js';
+import { type TestRelay, startRelay, tempDir } from '../helpers/relay.js';
+
+let up: FakeUpstream;
+const relays: TestRelay[] = [];
+beforeAll(async () => {
+  up = await startFakeUpstream();
+});
+afterEach(async () => {
+  for (const r of relays.splice(0)) await r.close();
+  up.reset();
+});
+afterAll(async () => {
+  await up.close();
+});
+
+function chat(content: string, stream = false): string {
+  return JSON.stringify({ model: 'gpt-4o-mini', stream, messages: [{ role: 'user', content }] });
+}
+
+function post(path: string, body: string, extra = ''): string {
+  return `POST ${path} HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nAuthorization: Bearer sk-edge\r\n${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+/** One keep-alive connection: write a request, wait until `until` shows in what came back, and so on. */
+function rawConnection(url: string) {
+  const socket = net.connect(Number(new URL(url).port), '127.0.0.1');
+  const chunks: Buffer[] = [];
+  let wake: (() => void) | undefined;
+  socket.on('data', (c: Buffer) => {
+    chunks.push(c);
+    wake?.();
+  });
+  socket.on('error', () => {});
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  return {
+    write: (text: string) => socket.write(text),
+    async waitFor(text: string): Promise<void> {
+      while (!Buffer.concat(chunks).toString('latin1').includes(text)) await new Promise<void>((r) => (wake = r));
+    },
+    async responses(): Promise<RawResponse[]> {
+      await closed;
+      return parseResponses(Buffer.concat(chunks)).responses;
+    },
+  };
+}
+
+function logLines(relay: TestRelay): Array<Record<string, any>> {
+  return relay.logs.flatMap((chunk) => chunk.split('\n').filter(Boolean)).map((l) => JSON.parse(l) as Record<string, any>);
+}
+
+describe('the proxy edge', () => {
+  it('writes the access line of a proxied call like fastify writes its own, with request ids shared by both', async () => {
+    const relay = await startRelay({ upstreamUrl: up.url });
+    relays.push(relay);
+    const res = await fetch(`${relay.url}/v1/chat/completions?x=1&token=not-logged`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-edge-secret' },
+      body: chat('log me'),
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    await fetch(`${relay.url}/healthz`);
+    const access = logLines(relay).filter((l) => l.msg === 'request completed');
+    expect(access).toHaveLength(2);
+    expect(access[0]).toMatchObject({
+      level: 30,
+      req: { method: 'POST', url: '/v1/chat/completions?x=1&token=[redacted]', hostname: '127.0.0.1', remoteAddress: '127.0.0.1' },
+      res: { statusCode: 200 },
+      responseTime: expect.any(Number),
+      reqId: expect.stringMatching(/^req-[0-9a-z]+$/),
+    });
+    expect(access[1]).toMatchObject({ req: { method: 'GET', url: '/healthz' }, res: { statusCode: 200 } });
+    expect(access[1]!.reqId).not.toBe(access[0]!.reqId);
+    expect(relay.logs.join('')).not.toContain('sk-edge-secret');
+  });
+
+  it('answers a path with a malformed percent-encoding 400 without calling the upstream', async () => {
+    const relay = await startRelay({ upstreamUrl: up.url });
+    relays.push(relay);
+    for (const path of ['/v1/%zz/chat', '/v1/chat%E2%82', '/v1/%']) {
+      const res = await fetch(`${relay.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat('x') });
+      expect(res.status, path).toBe(400);
+      expect(await res.json()).toEqual({
+        statusCode: 400,
+        code: 'RELAY_ERR_BAD_REQUEST',
+        error: 'Bad Request',
+        message: 'Malformed URL: the path has an invalid percent-encoding',
+      });
+    }
+    expect(up.calls).toHaveLength(0);
+  });
+
+  it('leaves other methods and the relay\'s own paths to fastify: 404, never forwarded', async () => {
+    const relay = await startRelay({ upstreamUrl: up.url });
+    relays.push(relay);
+    for (const [method, path] of [['PROPFIND', '/v1/models'], ['TRACE', '/v1/models'], ['POST', '/api/nothing'], ['POST', '/healthzz'], ['GET', '/docsx']]) {
+      const res = await request(`${relay.url}${path}`, { method: method! });
+      expect(res.statusCode, `${method} ${path}`).toBe(404);
+      expect(await res.body.json()).toMatchObject({ statusCode: 404, code: 'RELAY_ERR_NOT_FOUND' });
+    }
+    expect(up.calls).toHaveLength(0);
+  });
+
+  it('during the drain a call in flight finishes, and a request that still arrives gets 503 RELAY_ERR_SHUTTING_DOWN and a closed connection', async () => {
+    up.eventGapMs = 60; // the stream lasts about half a second
+    const dataDir = await tempDir();
+    const relay = await startRelay({ upstreamUrl: up.url, dataDir });
+    try {
+      // Two keep-alive connections, each busy with a stream when the drain starts; then one more request
+      // on each: one for the proxy, one for the relay's API.
+      const a = rawConnection(relay.url);
+      const b = rawConnection(relay.url);
+      a.write(post('/v1/chat/completions', chat('one two three four five six seven', true)));
+      b.write(post('/v1/chat/completions', chat('eight nine ten eleven twelve thirteen', true)));
+      await Promise.all([a.waitFor('data: '), b.waitFor('data: ')]);
+      const closed = relay.app.close();
+      await new Promise((r) => setTimeout(r, 50));
+      a.write(post('/v1/chat/completions', chat('too late')));
+      b.write('GET /api/reporting/v2/requests HTTP/1.1\r\nHost: relay\r\n\r\n');
+      const [ra, rb] = await Promise.all([a.responses(), b.responses()]);
+      await closed;
+
+      for (const [responses, late] of [[ra, 'POST /v1/chat/completions'], [rb, 'GET /api/reporting/v2/requests']] as const) {
+        expect(responses, late).toHaveLength(2);
+        expect(responses[0]!.status).toBe(200);
+        expect(responses[0]!.body.trimEnd().endsWith('data: [DONE]')).toBe(true);
+        expect(responses[1]!.status, late).toBe(503);
+        expect(responses[1]!.headers.connection, late).toBe('close');
+        expect(JSON.parse(responses[1]!.body), late).toEqual({
+          statusCode: 503,
+          code: 'RELAY_ERR_SHUTTING_DOWN',
+          error: 'Service Unavailable',
+          message: 'The relay is shutting down: send the request again (to another instance)',
+        });
+      }
+      // The late proxied call never went upstream; the two streams did.
+      expect(up.calls).toHaveLength(2);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
