@@ -1,7 +1,8 @@
 // The proxy edge (src/http/proxy-edge.ts) answers proxied calls beside fastify: what fastify did for the
 // proxy route, it now does itself — the access log line, a malformed URL, the drain at shutdown — and the
 // relay's own routes stay with fastify.
-import net from 'node:net';
+import { createServer } from 'node:http';
+import net, { type AddressInfo } from 'node:net';
 import { rm } from 'node:fs/promises';
 import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -146,6 +147,59 @@ describe('the proxy edge', () => {
       expect(up.calls).toHaveLength(2);
     } finally {
       await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('streaming through the edge', () => {
+  it('keeps back-pressure end to end: a client that stops reading stops the upstream, and leaving aborts it', async () => {
+    // An upstream that streams SSE as fast as the connection takes it (waiting for 'drain' like any
+    // well-behaved server), up to far more than any buffer on the way holds.
+    const LIMIT = 128 * 1024 * 1024;
+    const event = `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'x'.repeat(4000) } }] })}\n\n`;
+    let written = 0;
+    let closedEarly = false;
+    const server = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.once('close', () => (closedEarly = !res.writableFinished));
+      const pump = (): void => {
+        while (written < LIMIT && !res.destroyed) {
+          written += event.length;
+          if (!res.write(event)) return void res.once('drain', pump);
+        }
+        if (!res.destroyed) res.end('data: [DONE]\n\n');
+      };
+      pump();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const relay = await startRelay({ upstreamUrl: origin });
+    relays.push(relay);
+    try {
+      const res = await request(`${relay.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: chat('a long answer', true),
+      });
+      expect(res.statusCode).toBe(200);
+      // Read the first chunk, then nothing more.
+      await new Promise<void>((resolve) => res.body.once('data', () => (res.body.pause(), resolve())));
+      await new Promise((r) => setTimeout(r, 1_000));
+      const at1s = written;
+      await new Promise((r) => setTimeout(r, 500));
+      // The upstream is stuck on a full connection: what it wrote is what the socket buffers and the
+      // relay's bounded copy hold, a small part of the whole, and it does not move.
+      expect(written).toBe(at1s);
+      expect(written).toBeLessThan(64 * 1024 * 1024);
+      // The client leaves: the relay aborts the upstream call.
+      res.body.destroy();
+      for (let i = 0; i < 50 && !closedEarly; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(closedEarly).toBe(true);
+      expect(written).toBeLessThan(LIMIT);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
     }
   });
 });
