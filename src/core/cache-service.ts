@@ -81,7 +81,10 @@ export function createCacheService(opts: CacheServiceOptions): CacheService {
     async lookup(namespace, hash) {
       const key = storedKey(namespace, hash);
       const pending = writing.get(key);
-      const record = pending && pending.expiresAt > now() ? pending : await bounded(store.get(key), timeoutMs);
+      // A store that reads in process answers before any timer could fire: no timeout to arm (a timer
+      // and a race per lookup are most of what a lookup costs besides the read itself).
+      const record =
+        pending && pending.expiresAt > now() ? pending : await (store.readsInProcess ? unavailableAs503(store.get(key)) : bounded(store.get(key), timeoutMs));
       if (!record) return undefined;
       const parsed = parse(key, record.value);
       if (!parsed) return undefined;
@@ -115,11 +118,17 @@ async function bounded<T>(op: Promise<T>, timeoutMs: number): Promise<T> {
     );
   });
   try {
-    return await Promise.race([op, timeout]);
+    return await unavailableAs503(Promise.race([op, timeout]));
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function unavailableAs503<T>(op: Promise<T>): Promise<T> {
+  try {
+    return await op;
   } catch (err) {
     if (err instanceof StoreUnavailableError) throw new RELAY_ERR_CACHE_UNAVAILABLE(err.message, { cause: err });
     throw err;
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -20,6 +20,11 @@ export interface CacheStoreStats {
 export interface CacheStore {
   /** `sqlite`, `memory` or `redis` */
   readonly kind: string;
+  /**
+   * get() answers without waiting on I/O or timers (from memory, or a local file read synchronously), so a
+   * timeout could never fire before it: callers need not arm one.
+   */
+  readonly readsInProcess: boolean;
   /** The record, or undefined when absent or expired. Rejects with StoreUnavailableError when the backend fails. */
   get(key: string): Promise<CacheRecord | undefined>;
   /** Insert or replace. */

@@ -90,6 +90,7 @@ export function createMemoryCacheStore(opts: MemoryCacheStoreOptions): CacheStor
 
   return {
     kind: 'memory',
+    readsInProcess: true,
 
     get: (key) =>
       run(async () => {

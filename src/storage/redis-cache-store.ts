@@ -168,6 +168,7 @@ export async function createRedisCacheStore(opts: RedisCacheStoreOptions): Promi
 
   return {
     kind: 'redis',
+    readsInProcess: false,
 
     async get(key) {
       const entry = await op('GET', () => keyv.get(key));

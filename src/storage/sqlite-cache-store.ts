@@ -246,6 +246,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
 
   return {
     kind: 'sqlite',
+    readsInProcess: true,
 
     get: (key) =>
       run(() => {

@@ -100,6 +100,20 @@ export function cacheStoreSuite(
       expect(['sqlite', 'memory', 'redis']).toContain(store.kind);
     });
 
+    it('reads in process exactly when it has no server to wait for: such a get answers before any timer', async () => {
+      const store = await open();
+      // The cache service arms no timeout around the reads of such a store: it must never need one.
+      expect(store.readsInProcess).toBe(store.kind !== 'redis');
+      if (!store.readsInProcess) return;
+      const stored = record();
+      await store.set(stored);
+      const order: string[] = [];
+      const timer = setTimeout(() => order.push('timer'), 0);
+      await Promise.all([store.get(stored.key).then(() => order.push('hit')), store.get('nothing:here').then(() => order.push('miss'))]);
+      clearTimeout(timer);
+      expect(order).toEqual(['hit', 'miss']);
+    });
+
     it('returns exactly the record it stored', async () => {
       const store = await open();
       const stored = record();
