@@ -81,10 +81,12 @@ export function createCacheService(opts: CacheServiceOptions): CacheService {
     async lookup(namespace, hash) {
       const key = storedKey(namespace, hash);
       const pending = writing.get(key);
-      // A store that reads in process answers before any timer could fire: no timeout to arm (a timer
-      // and a race per lookup are most of what a lookup costs besides the read itself).
+      // A store that reads in process answers before any timer could fire: no timer and promise race to
+      // arm for it on every lookup.
       const record =
-        pending && pending.expiresAt > now() ? pending : await (store.readsInProcess ? unavailableAs503(store.get(key)) : bounded(store.get(key), timeoutMs));
+        pending && pending.expiresAt > now()
+          ? pending
+          : await (store.readsInProcess ? unavailableAs503(store.get(key)) : bounded(store.get(key), timeoutMs));
       if (!record) return undefined;
       const parsed = parse(key, record.value);
       if (!parsed) return undefined;

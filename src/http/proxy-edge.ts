@@ -19,7 +19,7 @@ const OWN_PREFIXES = ['/api/', '/healthz', '/readyz', '/metrics', '/docs', '/das
 /** Methods the proxy forwards; any other goes to fastify, which answers 404. */
 const METHODS = new Set(['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT', 'OPTIONS']);
 
-/** `%` not followed by two hex digits, or escapes that are not UTF-8: the same URLs fastify refuses. */
+/** `%` not followed by two hex digits, or escapes that are not UTF-8 (fastify refuses these on its own routes too). */
 function badPercentEncoding(url: string): boolean {
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
@@ -201,8 +201,8 @@ const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 
 /**
  * fastify's serverFactory: one node:http server whose requests go to the proxy edge when it takes them,
- * else to fastify. `edge` is read per request: it is built after fastify (it needs the app's logger),
- * before the server listens.
+ * else to fastify. `edge` is read per request: it is built after fastify (its exchange logs through the
+ * app), before the server listens.
  */
 export function edgeServerFactory(settings: EdgeServerSettings, edge: () => ProxyEdge | undefined) {
   return (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
