@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { RELAY_ERR_BAD_REQUEST, RELAY_ERR_BODY_TOO_LARGE, RELAY_ERR_SHUTTING_DOWN, RELAY_ERR_UNAUTHORIZED } from '../errors.js';
 import { ClientGone, type Exchange, type ProxyResponse } from '../core/proxy-types.js';
 import { type AccessLine, logArrival, logCompleted } from './access-log.js';
-import { type ErrorBody, logFailure, toErrorBody } from './error-handler.js';
+import { type ErrorBody, exchangeHeaders, logFailure, toErrorBody } from './error-handler.js';
 
 /** Paths the relay answers itself (fastify): an unknown one under them is a 404, never forwarded. */
 const OWN_PREFIXES = ['/api/', '/healthz', '/readyz', '/metrics', '/docs', '/dashboard'];
@@ -21,9 +21,9 @@ const METHODS = new Set(['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT', 'OPTIO
 
 /** `%` not followed by two hex digits, or escapes that are not UTF-8 (fastify refuses these on its own routes too). */
 function badPercentEncoding(url: string): boolean {
+  if (!url.includes('%')) return false;
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
-  if (!path.includes('%')) return false;
   try {
     decodeURIComponent(path);
     return false;
@@ -61,9 +61,8 @@ export function createProxyEdge(opts: ProxyEdgeOptions): ProxyEdge {
     logFailure(log.child({ reqId: line.reqId }), body, err);
     const text = JSON.stringify(body);
     const headers: Record<string, string | number> = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) };
-    // Proxy errors carry the x-relay-* headers of their exchange (report id, cache status).
-    const own = (err as { headers?: Record<string, string> }).headers;
-    if (own && body.statusCode !== 500) {
+    const own = exchangeHeaders(err, body);
+    if (own) {
       Object.assign(headers, own);
       line.cacheStatus = own['x-relay-cache'];
     }
