@@ -7,6 +7,8 @@ export interface CapturedBody {
   readonly bytes: number;
   /** false once the body outgrew the limit */
   readonly complete: boolean;
+  /** the chunks so far; undefined once the body outgrew the limit */
+  readonly parts: readonly Buffer[] | undefined;
   /** the body as text, decoded from its content-encoding; undefined when over the limit or undecodable */
   text(contentEncoding: string | undefined): string | undefined;
 }
@@ -26,6 +28,9 @@ export function captureBody(limit: number): CapturedBody {
     },
     get complete() {
       return chunks !== undefined;
+    },
+    get parts() {
+      return chunks;
     },
     text(contentEncoding) {
       if (!chunks) return undefined;

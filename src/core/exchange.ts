@@ -8,6 +8,7 @@ import { proxyKeyObject, storedKey } from './cache-key.js';
 import { cachePolicy } from './cache-policy.js';
 import type { CacheHit, CacheService } from './cache-service.js';
 import type { CachedResponse } from './cached-response.js';
+import type { LiveAnswer } from './live-answer.js';
 import { uuidv7 } from './ids.js';
 import { decodeUtf8Strict, parseJsonStrict } from './json-guard.js';
 import { NAMESPACE_PATTERN, proxyNamespace } from './namespace.js';
@@ -50,7 +51,7 @@ function isJson(contentType: string | undefined): boolean {
 }
 
 export function createExchange(opts: ExchangeOptions): Exchange {
-  const inflight = createSingleFlight<CachedResponse>();
+  const inflight = createSingleFlight<CachedResponse, LiveAnswer>();
   const telemetry = opts.telemetry ?? noTelemetry;
 
   function parseBody(req: ProxyRequest): { ok: boolean; value?: unknown } {
@@ -101,6 +102,31 @@ export function createExchange(opts: ExchangeOptions): Exchange {
       return facts;
     }, base.id);
     return { status: cached.status, headers, body: hit.payload ?? cached.sse ?? JSON.stringify(cached.body) };
+  }
+
+  /** A call that joins an identical streamed answer while it runs (see live-answer.ts). */
+  function joinLive(live: LiveAnswer, req: ProxyRequest, base: Base): ProxyResponse | undefined {
+    const body = live.join(req.signal, (outcome) => {
+      const endedAt = Date.now();
+      record(() => {
+        const facts = exchangeFacts(base, {
+          endedAt,
+          status: live.status,
+          responseBody: outcome === 'complete' ? live.body() : undefined,
+          streamed: true,
+          cacheStatus: 'COALESCED',
+          outcome,
+        });
+        facts.originReportId = live.reportId;
+        return facts;
+      }, base.id);
+    });
+    if (!body) return undefined;
+    const headers: Record<string, string> = Object.assign({}, live.headers, base.relayHeaders('COALESCED'));
+    const overheadMs = performance.now() - base.t0;
+    headers['server-timing'] = `relay;dur=${overheadMs.toFixed(3)}`;
+    telemetry.exchange({ route: base.route, cacheStatus: 'COALESCED', status: live.status, overheadMs });
+    return { status: live.status, headers, body };
   }
 
   async function lookup(namespace: string, hash: string): Promise<CacheHit | undefined> {
@@ -177,7 +203,12 @@ export function createExchange(opts: ExchangeOptions): Exchange {
           return answer(hit, 'HIT', base);
         const running = inflight.join(key);
         if (running) {
-          const shared = await running;
+          // A streamed answer is joined from its first event; otherwise (or when it can no longer be
+          // joined) the call waits for the stored answer. With nothing to share it goes upstream itself.
+          const live = await running.started;
+          const joined = live && joinLive(live, req, base);
+          if (joined) return joined;
+          const shared = await running.result;
           if (shared) return answer({ response: shared }, 'COALESCED', base);
         }
       }
@@ -204,7 +235,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
       }
 
       const status: CacheStatus = !usesCache || !policy.write ? 'BYPASS' : policy.read ? 'MISS' : 'REFRESH';
-      const settle = key && policy.write ? inflight.lead(key) : undefined;
+      const flight = key && policy.write ? inflight.lead(key) : undefined;
       return forward({
         req,
         target,
@@ -213,7 +244,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
         upstream: opts.upstream,
         cacheMaxEntryBytes: opts.cache.maxEntryBytes,
         onStored: (cached) => {
-          settle?.(cached);
+          flight?.settle(cached);
           if (cached && hash && policy.write)
             opts.cache
               .save(namespace, hash, cached, policy.ttlSec)
@@ -223,7 +254,8 @@ export function createExchange(opts: ExchangeOptions): Exchange {
               });
         },
         report: (facts) => record(facts, id),
-        onFailed: () => settle?.(undefined),
+        onFailed: () => flight?.settle(undefined),
+        publish: flight?.publish,
         telemetry,
       });
     },

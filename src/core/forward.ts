@@ -2,11 +2,13 @@
 // side, and when the body ends decide what to store and report. Nothing is stored from an aborted,
 // errored or truncated answer.
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { UpstreamClient } from '../upstream/upstream-client.js';
 import { captureBody } from './captured-body.js';
+import { type LiveAnswer, type LiveFeed, createLiveFeed } from './live-answer.js';
 import type { CachedResponse } from './cached-response.js';
-import { type Base, type ProxyRequest, type ProxyResponse, exchangeFacts, withHeaders } from './proxy-types.js';
+import { type Base, ClientGone, type ProxyRequest, type ProxyResponse, exchangeFacts, withHeaders } from './proxy-types.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './proxy-headers.js';
 import { type CacheStatus, type ExchangeFacts, type Outcome, knownBody } from './proxy-report.js';
 import type { KnownBody } from './report-derive.js';
@@ -25,6 +27,8 @@ export interface ForwardArgs {
   onStored(cached: CachedResponse | undefined): void;
   /** called when no answer came at all */
   onFailed(): void;
+  /** for the leader of a single flight: share a streamed answer with identical calls while it runs */
+  publish?: (live: LiveAnswer) => void;
   /** records the exchange's one report (its facts are built later, off the answer's path) */
   report(facts: () => ExchangeFacts): void;
   telemetry: Telemetry;
@@ -70,6 +74,28 @@ function readAnswer(text: string | undefined, isSse: boolean): { body: unknown; 
 export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
   const { req, base } = a;
   const upstreamStart = performance.now();
+  // Who reads the upstream answer: the client, and when it is shared (see live-answer.ts) every joiner.
+  // The upstream call is aborted when the last of them leaves; unshared, that is when the client leaves.
+  let readers = 1;
+  let clientLeft = false;
+  let upstreamBody: Readable | undefined;
+  let signal: ClientGone = req.signal;
+  let leave = (): void => {};
+  if (a.publish) {
+    const shared = new ClientGone();
+    leave = () => {
+      if (--readers === 0) shared.abort();
+    };
+    const clientGone = (): void => {
+      clientLeft = true;
+      leave();
+      // Joiners still read: the client's pipe paused the body as it let go of it, so it flows on for them.
+      if (readers > 0) process.nextTick(() => upstreamBody?.resume());
+    };
+    if (signal.aborted) clientGone();
+    else signal.once('abort', clientGone);
+    signal = shared;
+  }
   let res;
   try {
     res = await a.upstream.request({
@@ -78,7 +104,7 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
       method: req.method,
       headers: upstreamRequestHeaders(req.headers),
       body: req.body && req.body.length > 0 && !NO_BODY_METHODS.has(req.method) ? req.body : undefined,
-      signal: req.signal,
+      signal,
     });
   } catch (err) {
     a.onFailed();
@@ -104,18 +130,42 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
   const headersAt = performance.now();
   const isSse = String(res.headers['content-type'] ?? '').startsWith('text/event-stream');
   const ok = res.status >= 200 && res.status < 300;
+  const encoding = one(res.headers['content-encoding']);
   const captured = captureBody(a.cacheMaxEntryBytes);
   let finished = false;
+  upstreamBody = res.body;
 
   // What the body says, read once: now when it may be cached, otherwise only when the report is built.
+  let wholeText: string | undefined | null = null;
+  const answerText = (): string | undefined => (wholeText === null ? (wholeText = captured.text(encoding)) : wholeText);
   let read: { body: unknown; raw?: KnownBody; error: boolean } | undefined;
   const readBody = (text: string | undefined) => (read ??= readAnswer(text, isSse));
+
+  // A streamed answer that may be stored can be joined by identical calls while it runs (encoded ones
+  // wait for the stored answer instead: a joiner may not accept that encoding).
+  let live: LiveFeed | undefined;
+  if (a.publish && ok && isSse && (encoding === undefined || encoding === 'identity')) {
+    live = createLiveFeed({
+      status: res.status,
+      headers: replayHeaders(res.headers),
+      reportId: base.id,
+      body: () => readBody(answerText()).body,
+      copy: () => captured.parts,
+      maxLagBytes: a.cacheMaxEntryBytes,
+      enter: () => void readers++,
+      leave,
+      reading: () => readers > 0,
+    });
+    a.publish(live);
+  }
 
   const finish = (outcome: Outcome): void => {
     if (finished) return;
     finished = true;
     const endedAt = Date.now();
-    const text = captured.text(one(res.headers['content-encoding']));
+    const text = answerText();
+    // The upstream answer may have ended for the joiners after this call's own client left.
+    const own: Outcome = clientLeft && outcome === 'complete' ? 'client-abort' : outcome;
     a.report(() => {
       const { body, raw } = readBody(text);
       const facts = exchangeFacts(base, {
@@ -124,7 +174,7 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
         responseBody: body,
         streamed: isSse,
         cacheStatus: a.status,
-        outcome,
+        outcome: own,
         upstreamMs: Math.round((headersAt - base.t0) * 1000) / 1000,
       });
       if (raw) facts.responseRaw = raw;
@@ -147,16 +197,29 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
 
   // Paused first, so the copy starts with the first byte only once the client's pipe is attached.
   res.body.pause();
-  res.body.on('data', (chunk: Buffer) => captured.add(chunk));
+  res.body.on(
+    'data',
+    live
+      ? (chunk: Buffer) => {
+          captured.add(chunk);
+          live.write(chunk);
+        }
+      : (chunk: Buffer) => captured.add(chunk),
+  );
   // The bookkeeping of a clean end waits a turn, so the client's end is written first (the pipe to the
   // client listens to 'end' after this). An identical request read meanwhile still finds this call in
   // flight and shares its answer; the client's next request is read only after the entry is stored.
   let ended = false;
   res.body.once('end', () => {
     ended = true;
+    live?.end();
     setImmediate(finish, 'complete');
   });
-  const broken = () => ended || finish(req.signal.aborted ? 'client-abort' : 'stream-error');
+  const broken = (): void => {
+    if (ended) return;
+    live?.fail();
+    finish(req.signal.aborted ? 'client-abort' : 'stream-error');
+  };
   res.body.once('error', broken);
   res.body.once('close', broken);
 

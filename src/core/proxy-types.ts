@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { CachedResponse } from './cached-response.js';
+import type { LiveAnswer } from './live-answer.js';
 import type { CacheStatus, ExchangeFacts } from './proxy-report.js';
 import type { SingleFlight } from './single-flight.js';
 
@@ -64,5 +65,5 @@ export function withHeaders<E extends Error>(err: E, headers: Record<string, str
 
 export interface Exchange {
   handle(req: ProxyRequest): Promise<ProxyResponse>;
-  readonly inflight: SingleFlight<CachedResponse>;
+  readonly inflight: SingleFlight<CachedResponse, LiveAnswer>;
 }

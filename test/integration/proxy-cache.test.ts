@@ -25,6 +25,36 @@ afterAll(async () => {
 });
 beforeEach(() => up.reset());
 
+/** A streamed call read as it arrives: `next()` reads one chunk (false at the end), `rest()` reads to the end. */
+async function openStream(base: string, content: string, signal?: AbortSignal) {
+  const res = await fetch(`${base}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-default' },
+    body: JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content }] }),
+    ...(signal ? { signal } : {}),
+  });
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  const next = async (): Promise<boolean> => {
+    const r = await reader.read();
+    if (r.done) return false;
+    text += decoder.decode(r.value, { stream: true });
+    return true;
+  };
+  return {
+    res,
+    next,
+    async rest(): Promise<string> {
+      while (await next());
+      return text;
+    },
+    get text() {
+      return text;
+    },
+  };
+}
+
 describe('request directives', () => {
   it('no-store: neither read nor written (BYPASS)', async () => {
     const p = fresh();
@@ -206,6 +236,114 @@ describe('single flight', () => {
     expect(up.calls).toHaveLength(1);
     expect(new Set(results.map((r) => r.text)).size).toBe(1);
     expect(results.filter((r) => r.cache === 'COALESCED')).toHaveLength(4);
+  });
+
+  it('a streamed call that arrives while an identical one streams joins it from its first event', async () => {
+    const p = fresh();
+    up.eventGapMs = 80;
+    const leader = await openStream(relay.url, p);
+    expect(leader.res.headers.get('x-relay-cache')).toBe('MISS');
+    await leader.next(); // the answer is under way
+    const joiner = await openStream(relay.url, p);
+    expect(joiner.res.headers.get('x-relay-cache')).toBe('COALESCED');
+    expect(joiner.res.headers.get('content-type')).toBe('text/event-stream');
+    expect(joiner.res.headers.get('x-relay-cache-key')).toBe(leader.res.headers.get('x-relay-cache-key'));
+    await joiner.next();
+    // it got the events so far at once, before the answer was over
+    expect(joiner.text).toMatch(/^data: \{/);
+    expect(joiner.text).not.toContain('[DONE]');
+    const [a, b] = await Promise.all([leader.rest(), joiner.rest()]);
+    expect(a).toMatch(/data: \[DONE\]\n\n$/);
+    expect(b).toBe(a);
+    expect(up.calls).toHaveLength(1);
+    expect(up.closedEarly).toBe(0);
+
+    const again = await chat(relay.url, p, { stream: true });
+    expect(again.cache).toBe('HIT');
+    expect(again.text).toBe(a);
+    expect(up.calls).toHaveLength(1);
+
+    await relay.reports.flush();
+    const first = (await get(`${relay.url}/api/reporting/v2/requests/${leader.res.headers.get('x-relay-report-id')}`)).body;
+    const joined = (await get(`${relay.url}/api/reporting/v2/requests/${joiner.res.headers.get('x-relay-report-id')}`)).body;
+    expect(first).toMatchObject({ cacheHit: false, proxy: { cacheStatus: 'MISS', outcome: 'complete' } });
+    expect(joined).toMatchObject({
+      cacheEnabled: true,
+      cacheHit: true,
+      originReportId: first.id,
+      response: { status: 200, streamed: true, body: first.response.body },
+      proxy: { cacheStatus: 'COALESCED', outcome: 'complete' },
+    });
+    expect(joined.response.body.choices[0].message.content).toBe(`echo: ${p}`);
+  });
+
+  it('the first caller leaving does not cut the answer for a call that joined it; the answer is stored', async () => {
+    const p = fresh();
+    up.eventGapMs = 80;
+    const controller = new AbortController();
+    const leader = await openStream(relay.url, p, controller.signal);
+    await leader.next();
+    const joiner = await openStream(relay.url, p);
+    expect(joiner.res.headers.get('x-relay-cache')).toBe('COALESCED');
+    await joiner.next();
+    controller.abort();
+    const text = await joiner.rest();
+    expect(text).toMatch(/data: \[DONE\]\n\n$/);
+    expect(up.closedEarly).toBe(0);
+    const again = await chat(relay.url, p, { stream: true });
+    expect(again.cache).toBe('HIT');
+    expect(again.text).toBe(text);
+    expect(up.calls).toHaveLength(1);
+
+    await relay.reports.flush();
+    const left = (await get(`${relay.url}/api/reporting/v2/requests/${leader.res.headers.get('x-relay-report-id')}`)).body;
+    const joined = (await get(`${relay.url}/api/reporting/v2/requests/${joiner.res.headers.get('x-relay-report-id')}`)).body;
+    expect(left.proxy).toMatchObject({ cacheStatus: 'MISS', outcome: 'client-abort' });
+    expect(joined.proxy).toMatchObject({ cacheStatus: 'COALESCED', outcome: 'complete' });
+  });
+
+  it('when every caller of a shared answer has left, the upstream call is aborted and nothing is stored', async () => {
+    const p = fresh();
+    up.eventGapMs = 80;
+    const c1 = new AbortController();
+    const c2 = new AbortController();
+    const leader = await openStream(relay.url, p, c1.signal);
+    await leader.next();
+    const joiner = await openStream(relay.url, p, c2.signal);
+    await joiner.next();
+    c2.abort();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(up.closedEarly).toBe(0); // the first caller still reads
+    c1.abort();
+    const deadline = Date.now() + 2000;
+    while (up.closedEarly === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(up.closedEarly).toBe(1);
+    up.eventGapMs = 0;
+    expect((await chat(relay.url, p, { stream: true })).cache).toBe('MISS');
+    expect(up.calls).toHaveLength(2);
+    await relay.reports.flush();
+    const joined = (await get(`${relay.url}/api/reporting/v2/requests/${joiner.res.headers.get('x-relay-report-id')}`)).body;
+    expect(joined.proxy).toMatchObject({ cacheStatus: 'COALESCED', outcome: 'client-abort' });
+  });
+
+  it('an answer cut short upstream cuts every call that joined it, and is not stored', async () => {
+    const p = fresh();
+    up.eventGapMs = 60;
+    up.dropAfterEvents = 3;
+    const leader = await openStream(relay.url, p);
+    await leader.next();
+    const joiner = await openStream(relay.url, p);
+    expect(joiner.res.headers.get('x-relay-cache')).toBe('COALESCED');
+    await expect(leader.rest()).rejects.toThrow();
+    await expect(joiner.rest()).rejects.toThrow();
+    expect(joiner.text).not.toContain('[DONE]');
+    up.dropAfterEvents = undefined;
+    up.eventGapMs = 0;
+    expect((await chat(relay.url, p, { stream: true })).cache).toBe('MISS');
+    expect(up.calls).toHaveLength(2);
+    await relay.reports.flush();
+    const joined = (await get(`${relay.url}/api/reporting/v2/requests/${joiner.res.headers.get('x-relay-report-id')}`)).body;
+    expect(joined.proxy).toMatchObject({ cacheStatus: 'COALESCED', outcome: 'stream-error' });
   });
 });
 

@@ -1,0 +1,128 @@
+// A streamed answer that identical calls arriving while it runs join from its first event (single flight,
+// DESIGN §3: "or join the stream"). A joiner reads the events so far, then the rest as they arrive. The
+// upstream call goes on while anyone still reads it: it is aborted only when the leader's client and every
+// joiner have left. A joiner that falls too far behind its share is cut off rather than buffered without end.
+import { PassThrough, type Readable } from 'node:stream';
+import type { ClientGone } from './proxy-types.js';
+
+/** How a joiner's answer ended, for its report. */
+export type JoinEnd = 'complete' | 'stream-error' | 'client-abort';
+
+export interface LiveAnswer {
+  readonly status: number;
+  /** the headers a joiner is answered with (those a cached answer replays) */
+  readonly headers: Record<string, string>;
+  /** the report of the call that is being shared */
+  readonly reportId: string;
+  /** the answer's body as the reports describe it (an SSE stream assembled); read after it ended */
+  body(): unknown;
+  /**
+   * The whole answer for one more reader, or undefined when it cannot be joined any more (it failed,
+   * nobody reads it, or its copy outgrew the cache's entry limit). `onEnd` is called once.
+   */
+  join(gone: ClientGone, onEnd: (how: JoinEnd) => void): Readable | undefined;
+}
+
+/** The leader's side: what the upstream sends, passed on to the joiners. */
+export interface LiveFeed extends LiveAnswer {
+  write(chunk: Buffer): void;
+  end(): void;
+  fail(): void;
+}
+
+export interface LiveOptions {
+  status: number;
+  headers: Record<string, string>;
+  reportId: string;
+  body(): unknown;
+  /** the answer so far; undefined once the copy outgrew its limit */
+  copy(): readonly Buffer[] | undefined;
+  /** a joiner with more than this many bytes not yet taken by its client is cut off */
+  maxLagBytes: number;
+  /** one more reader of the upstream answer */
+  enter(): void;
+  /** a reader left before the end (the upstream call is aborted when it was the last one) */
+  leave(): void;
+  /** whether anyone still reads the answer */
+  reading(): boolean;
+}
+
+interface Joiner {
+  out: PassThrough;
+  done(how: JoinEnd): void;
+}
+
+export function createLiveFeed(opts: LiveOptions): LiveFeed {
+  let state: 'open' | 'ended' | 'failed' = 'open';
+  const joiners = new Set<Joiner>();
+
+  function drop(j: Joiner, how: JoinEnd): void {
+    joiners.delete(j);
+    j.done(how);
+    opts.leave();
+  }
+
+  return {
+    status: opts.status,
+    headers: opts.headers,
+    reportId: opts.reportId,
+    body: opts.body,
+
+    join(gone, onEnd) {
+      if (state === 'failed' || !opts.reading()) return undefined;
+      const parts = opts.copy();
+      if (!parts) return undefined;
+      const out = new PassThrough();
+      for (const part of parts) out.write(part);
+      let finished = false;
+      const done = (how: JoinEnd): void => {
+        if (finished) return;
+        finished = true;
+        onEnd(how);
+      };
+      if (state === 'ended') {
+        out.end();
+        done('complete');
+        return out;
+      }
+      const j: Joiner = { out, done };
+      joiners.add(j);
+      opts.enter();
+      gone.once('abort', () => {
+        if (!joiners.has(j)) return;
+        out.destroy();
+        drop(j, 'client-abort');
+      });
+      return out;
+    },
+
+    write(chunk) {
+      for (const j of joiners) {
+        j.out.write(chunk);
+        if (j.out.writableLength + j.out.readableLength > opts.maxLagBytes) {
+          j.out.destroy(new Error('the client fell too far behind a shared streamed answer'));
+          drop(j, 'stream-error');
+        }
+      }
+    },
+
+    end() {
+      state = 'ended';
+      for (const j of joiners) {
+        j.out.end();
+        j.done('complete');
+      }
+      joiners.clear();
+    },
+
+    fail() {
+      if (state !== 'open') return;
+      state = 'failed';
+      for (const j of joiners) {
+        j.out.destroy(new Error('the upstream answer was cut short'));
+        j.done('stream-error');
+      }
+      joiners.clear();
+    },
+  };
+}
