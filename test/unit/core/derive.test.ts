@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createPriceTable, loadPriceTable } from '../../../src/core/pricing.js';
 import { deriveReport } from '../../../src/core/report-derive.js';
 import { extractUsage } from '../../../src/core/usage.js';
+import fc from 'fast-check';
 import { jsonDepth } from '../../../src/core/json-guard.js';
 import { DEFAULTS } from '../../../src/config.js';
 
@@ -125,6 +126,37 @@ describe('jsonDepth', () => {
     expect(jsonDepth('{"a":[1,{"b":[]}]}', 10)).toBe(4);
     expect(jsonDepth('{"a":"[[[[[[\\"[[["}', 10)).toBe(1);
     expect(jsonDepth('['.repeat(100000), 64)).toBe(65);
+    expect(jsonDepth('["a\\\\",[["\\\\\\"]"]]]', 10)).toBe(3); // an escaped backslash, then an escaped quote
+    expect(jsonDepth('{"a":"[[[', 10)).toBe(1); // unterminated string
+  });
+
+  it('agrees with a character-by-character scan on any text', () => {
+    // the scan it replaced, kept here as the reference
+    const reference = (text: string, limit: number): number => {
+      let depth = 0;
+      let max = 0;
+      let inString = false;
+      for (let i = 0; i < text.length; i++) {
+        const c = text[i];
+        if (inString) {
+          if (c === '\\') i++;
+          else if (c === '"') inString = false;
+          continue;
+        }
+        if (c === '"') inString = true;
+        else if (c === '{' || c === '[') {
+          depth++;
+          if (depth > max) {
+            max = depth;
+            if (max > limit) return max;
+          }
+        } else if (c === '}' || c === ']') depth--;
+      }
+      return max;
+    };
+    const jsonish = fc.string({ unit: fc.constantFrom('"', '\\', '[', ']', '{', '}', 'a', ',', ':'), maxLength: 60 });
+    fc.assert(fc.property(jsonish, fc.integer({ min: 0, max: 8 }), (t, limit) => jsonDepth(t, limit) === reference(t, limit)), { numRuns: 5000 });
+    fc.assert(fc.property(fc.json(), (t) => jsonDepth(t, 64) === reference(t, 64)), { numRuns: 2000 });
   });
 });
 
