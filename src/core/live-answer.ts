@@ -17,8 +17,8 @@ export interface LiveAnswer {
   /** the answer's body as the reports describe it (an SSE stream assembled); read after it ended */
   body(): unknown;
   /**
-   * The whole answer for one more reader, or undefined when it cannot be joined any more (it failed,
-   * nobody reads it, or its copy outgrew the cache's entry limit). `onEnd` is called once.
+   * The whole answer for one more reader, or undefined when it cannot be joined (it failed, nobody reads
+   * it, its copy outgrew the cache's entry limit, or this caller already left). `onEnd` is called once.
    */
   join(gone: ClientGone, onEnd: (how: JoinEnd) => void): Readable | undefined;
 }
@@ -69,7 +69,8 @@ export function createLiveFeed(opts: LiveOptions): LiveFeed {
     body: opts.body,
 
     join(gone, onEnd) {
-      if (state === 'failed' || !opts.reading()) return undefined;
+      // (a caller that left while it waited for the answer to start is not a reader either)
+      if (state === 'failed' || !opts.reading() || gone.aborted) return undefined;
       const parts = opts.copy();
       if (!parts) return undefined;
       const out = new PassThrough();

@@ -70,7 +70,7 @@ describe('live answer', () => {
     expect(f.readers).toBe(1);
   });
 
-  it('cannot be joined once it failed, once nobody reads it, or once its copy outgrew the limit', () => {
+  it('cannot be joined once it failed, once nobody reads it, once its copy outgrew the limit, or by a caller that left', () => {
     const failed = feed();
     failed.live.fail();
     expect(failed.live.join(new ClientGone(), () => undefined)).toBeUndefined();
@@ -80,6 +80,11 @@ describe('live answer', () => {
     const big = feed();
     big.outgrow();
     expect(big.live.join(new ClientGone(), () => undefined)).toBeUndefined();
+    const open = feed();
+    const left = new ClientGone();
+    left.abort(); // its caller left while it waited for the answer to start
+    expect(open.live.join(left, () => undefined)).toBeUndefined();
+    expect(open.readers).toBe(1);
   });
 
   it('a failure cuts every joiner with an error', async () => {
