@@ -25,6 +25,12 @@ afterAll(async () => {
 });
 beforeEach(() => up.reset());
 
+/** The stored report of a streamed call (after the relay has written what it holds). */
+async function reportOf(call: { res: Response }) {
+  await relay.reports.flush();
+  return (await get(`${relay.url}/api/reporting/v2/requests/${call.res.headers.get('x-relay-report-id')}`)).body;
+}
+
 /** A streamed call read as it arrives: `next()` reads one chunk (false at the end), `rest()` reads to the end. */
 async function openStream(base: string, content: string, signal?: AbortSignal) {
   const res = await fetch(`${base}/v1/chat/completions`, {
@@ -263,9 +269,8 @@ describe('single flight', () => {
     expect(again.text).toBe(a);
     expect(up.calls).toHaveLength(1);
 
-    await relay.reports.flush();
-    const first = (await get(`${relay.url}/api/reporting/v2/requests/${leader.res.headers.get('x-relay-report-id')}`)).body;
-    const joined = (await get(`${relay.url}/api/reporting/v2/requests/${joiner.res.headers.get('x-relay-report-id')}`)).body;
+    const first = await reportOf(leader);
+    const joined = await reportOf(joiner);
     expect(first).toMatchObject({ cacheHit: false, proxy: { cacheStatus: 'MISS', outcome: 'complete' } });
     expect(joined).toMatchObject({
       cacheEnabled: true,
@@ -295,9 +300,8 @@ describe('single flight', () => {
     expect(again.text).toBe(text);
     expect(up.calls).toHaveLength(1);
 
-    await relay.reports.flush();
-    const left = (await get(`${relay.url}/api/reporting/v2/requests/${leader.res.headers.get('x-relay-report-id')}`)).body;
-    const joined = (await get(`${relay.url}/api/reporting/v2/requests/${joiner.res.headers.get('x-relay-report-id')}`)).body;
+    const left = await reportOf(leader);
+    const joined = await reportOf(joiner);
     expect(left.proxy).toMatchObject({ cacheStatus: 'MISS', outcome: 'client-abort' });
     expect(joined.proxy).toMatchObject({ cacheStatus: 'COALESCED', outcome: 'complete' });
   });
@@ -321,8 +325,7 @@ describe('single flight', () => {
     up.eventGapMs = 0;
     expect((await chat(relay.url, p, { stream: true })).cache).toBe('MISS');
     expect(up.calls).toHaveLength(2);
-    await relay.reports.flush();
-    const joined = (await get(`${relay.url}/api/reporting/v2/requests/${joiner.res.headers.get('x-relay-report-id')}`)).body;
+    const joined = await reportOf(joiner);
     expect(joined.proxy).toMatchObject({ cacheStatus: 'COALESCED', outcome: 'client-abort' });
   });
 
@@ -341,8 +344,7 @@ describe('single flight', () => {
     up.eventGapMs = 0;
     expect((await chat(relay.url, p, { stream: true })).cache).toBe('MISS');
     expect(up.calls).toHaveLength(2);
-    await relay.reports.flush();
-    const joined = (await get(`${relay.url}/api/reporting/v2/requests/${joiner.res.headers.get('x-relay-report-id')}`)).body;
+    const joined = await reportOf(joiner);
     expect(joined.proxy).toMatchObject({ cacheStatus: 'COALESCED', outcome: 'stream-error' });
   });
 });
