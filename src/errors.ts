@@ -47,7 +47,7 @@ export const RELAY_ERR_CACHE_MISS = createError(
 );
 export const RELAY_ERR_UNAUTHORIZED = createError(
   'RELAY_ERR_UNAUTHORIZED',
-  'Missing or invalid relay token',
+  'Missing or invalid relay token: this relay has RELAY_API_TOKENS set, so send one of them as x-relay-token (or Authorization: Bearer on /api); this is the relay\'s token, not your provider API key',
   401,
 );
 export const RELAY_ERR_CACHE_UNAVAILABLE = createError(
@@ -75,11 +75,7 @@ export const RELAY_ERR_UPSTREAM_TIMEOUT = createError(
   'The upstream %s did not answer in time (%s)',
   504,
 );
-export const RELAY_ERR_CACHE_ONLY_MISS = createError(
-  'RELAY_ERR_CACHE_ONLY_MISS',
-  'No cached answer and the request may not go upstream (%s)',
-  504,
-);
+export const RELAY_ERR_CACHE_ONLY_MISS = createError('RELAY_ERR_CACHE_ONLY_MISS', '%s', 504);
 export const RELAY_ERR_SHUTTING_DOWN = createError(
   'RELAY_ERR_SHUTTING_DOWN',
   'The relay is shutting down: send the request again (to another instance)',

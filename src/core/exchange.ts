@@ -3,6 +3,7 @@
 // outcome: one report. Plain data in, plain data out: no fastify here.
 import { performance } from 'node:perf_hooks';
 import { RELAY_ERR_CACHE_ONLY_MISS, RELAY_ERR_VALIDATION } from '../errors.js';
+import { dialectOf, errorAnswer, errorFacts } from './error-answer.js';
 import type { UpstreamClient } from '../upstream/upstream-client.js';
 import { proxyKeyObject, storedKey } from './cache-key.js';
 import { cachePolicy } from './cache-policy.js';
@@ -19,7 +20,7 @@ import type { Target } from './routing.js';
 import { createSingleFlight } from './single-flight.js';
 import { type Telemetry, noTelemetry } from './telemetry.js';
 import { forward } from './forward.js';
-import { type Base, type Exchange, type ProxyRequest, type ProxyResponse, exchangeFacts, withHeaders } from './proxy-types.js';
+import { type Base, type Exchange, type ProxyRequest, type ProxyResponse, exchangeFacts } from './proxy-types.js';
 
 export interface ExchangeLog {
   warn(obj: object, msg: string): void;
@@ -48,6 +49,28 @@ function isJson(contentType: string | undefined): boolean {
   if (!contentType) return false;
   const mime = contentType.split(';')[0]!.trim().toLowerCase();
   return mime === 'application/json' || mime.endsWith('+json');
+}
+
+/**
+ * Why a call that may only be answered from the cache was not: where the relay looked, and (the usual
+ * surprise when replaying a recording with another key) which setting shares entries across keys.
+ */
+export function cacheOnlyMissMessage(
+  offline: boolean,
+  namespace: string | undefined,
+  explicit: boolean,
+  scope: 'credential' | 'shared',
+): string {
+  const why = offline ? 'the relay is offline (RELAY_OFFLINE)' : 'the request says only-if-cached';
+  if (namespace === undefined)
+    return `No cached answer: this request is not cacheable (a POST with a JSON body, cache not switched off), and ${why}`;
+  const where = `No cached answer in namespace "${namespace}"${explicit ? ' (x-relay-cache-namespace)' : ''}, and ${why}.`;
+  if (explicit || scope === 'shared') return where;
+  return (
+    `${where} With RELAY_CACHE_SCOPE=credential, entries are kept per upstream credential, so a call with another ` +
+    'API key looks in another namespace: record and replay with RELAY_CACHE_SCOPE=shared (or send the same ' +
+    'x-relay-cache-namespace) to share entries across keys.'
+  );
 }
 
 export function createExchange(opts: ExchangeOptions): Exchange {
@@ -213,9 +236,11 @@ export function createExchange(opts: ExchangeOptions): Exchange {
         }
       }
       if (policy.onlyIfCached) {
-        const reason = opts.offline ? 'offline mode' : 'only-if-cached';
-        const err = new RELAY_ERR_CACHE_ONLY_MISS(reason);
         const shown: CacheStatus = usesCache ? 'MISS' : 'BYPASS';
+        const err = new RELAY_ERR_CACHE_ONLY_MISS(
+          cacheOnlyMissMessage(opts.offline, usesCache ? namespace : undefined, explicitNs !== undefined, opts.cacheScope),
+        );
+        const { response, body } = errorAnswer(dialectOf(req.headers, target.origin), errorFacts(err), base.relayHeaders(shown));
         telemetry.exchange({ route: base.route, cacheStatus: shown, status: 504, overheadMs: performance.now() - t0 });
         const endedAt = Date.now();
         record(
@@ -223,7 +248,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
             exchangeFacts(base, {
               endedAt,
               status: 504,
-              responseBody: undefined,
+              responseBody: body,
               streamed: false,
               cacheStatus: shown,
               outcome: 'cache-only-miss',
@@ -231,7 +256,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
             }),
           id,
         );
-        throw withHeaders(err, base.relayHeaders(shown));
+        return response;
       }
 
       const status: CacheStatus = !usesCache || !policy.write ? 'BYPASS' : policy.read ? 'MISS' : 'REFRESH';

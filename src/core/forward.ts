@@ -8,7 +8,8 @@ import type { UpstreamClient } from '../upstream/upstream-client.js';
 import { captureBody } from './captured-body.js';
 import { type LiveAnswer, type LiveFeed, createLiveFeed } from './live-answer.js';
 import type { CachedResponse } from './cached-response.js';
-import { type Base, ClientGone, type ProxyRequest, type ProxyResponse, exchangeFacts, withHeaders } from './proxy-types.js';
+import { dialectOf, errorAnswer, errorFacts } from './error-answer.js';
+import { type Base, ClientGone, type ProxyRequest, type ProxyResponse, exchangeFacts } from './proxy-types.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './proxy-headers.js';
 import { type CacheStatus, type ExchangeFacts, type Outcome, knownBody } from './proxy-report.js';
 import type { KnownBody } from './report-derive.js';
@@ -108,23 +109,39 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
     });
   } catch (err) {
     a.onFailed();
-    const aborted = req.signal.aborted;
-    const e = err as Error & { statusCode?: number; code?: string };
-    const status = aborted ? 499 : (e.statusCode ?? 502);
     const endedAt = Date.now();
+    if (req.signal.aborted) {
+      // The client left before the answer: nobody to answer; the report says so.
+      a.report(() =>
+        exchangeFacts(base, {
+          endedAt,
+          status: 499,
+          responseBody: undefined,
+          streamed: false,
+          cacheStatus: a.status,
+          outcome: 'client-abort',
+          error: (err as Error).message,
+        }),
+      );
+      throw err;
+    }
+    // An upstream that could not be reached: the client gets the relay's error in its provider's shape,
+    // and the report keeps that very body.
+    const facts = errorFacts(err);
+    const { response, body } = errorAnswer(dialectOf(req.headers, a.target.origin), facts, base.relayHeaders(a.status));
     a.report(() =>
       exchangeFacts(base, {
         endedAt,
-        status,
-        responseBody: aborted ? undefined : { error: { code: e.code, message: e.message } },
+        status: facts.statusCode,
+        responseBody: body,
         streamed: false,
         cacheStatus: a.status,
-        outcome: aborted ? 'client-abort' : 'upstream-error',
-        error: e.message,
+        outcome: 'upstream-error',
+        error: facts.message,
       }),
     );
-    if (!aborted) a.telemetry.exchange({ route: base.route, cacheStatus: a.status, status, overheadMs: performance.now() - base.t0 });
-    throw aborted ? err : withHeaders(e, base.relayHeaders(a.status));
+    a.telemetry.exchange({ route: base.route, cacheStatus: a.status, status: facts.statusCode, overheadMs: performance.now() - base.t0 });
+    return response;
   }
 
   const headersAt = performance.now();

@@ -3,6 +3,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
 
 const HOP_BY_HOP = new Set([
+  // Handled by the relay's own server (Node answers 100 Continue); the relay sends the whole body at once,
+  // and undici refuses to send the header at all.
+  'expect',
   'connection',
   'keep-alive',
   'proxy-authenticate',

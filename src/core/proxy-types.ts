@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { CachedResponse } from './cached-response.js';
+import type { RelayErrorFacts } from './error-answer.js';
 import type { LiveAnswer } from './live-answer.js';
 import type { CacheStatus, ExchangeFacts } from './proxy-report.js';
 import type { SingleFlight } from './single-flight.js';
@@ -35,6 +36,8 @@ export interface ProxyResponse {
   status: number;
   headers: Record<string, string | string[]>;
   body: Readable | string;
+  /** set when the relay made this answer itself (an error in the provider's shape, see error-answer.ts) */
+  relayError?: RelayErrorFacts;
 }
 
 /** What every report and answer of one exchange shares. */
@@ -55,12 +58,6 @@ type OwnFacts = Omit<ExchangeFacts, keyof Base['facts']>;
  */
 export function exchangeFacts(base: Base, own: OwnFacts & Partial<ExchangeFacts>): ExchangeFacts {
   return Object.assign({}, base.facts, own);
-}
-
-/** A relay error raised on the proxy path, with the headers its answer must still carry. */
-export function withHeaders<E extends Error>(err: E, headers: Record<string, string>): E {
-  (err as E & { headers?: Record<string, string> }).headers = headers;
-  return err;
 }
 
 export interface Exchange {

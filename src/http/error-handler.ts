@@ -54,12 +54,6 @@ export function validationMessage(part: string, errors: FastifySchemaValidationE
   return `${path} ${first.message ?? 'is invalid'}`;
 }
 
-/** The x-relay-* headers a proxy error carries (report id, cache status), which its answer keeps; a 500 keeps none. */
-export function exchangeHeaders(err: unknown, body: ErrorBody): Record<string, string> | undefined {
-  const headers = (err as { headers?: Record<string, string> } | null)?.headers;
-  return headers && body.statusCode !== 500 ? headers : undefined;
-}
-
 /** A 500 is a bug; the other 5xx are documented answers (upstream down, store down, cache-only miss). */
 export function logFailure(log: FastifyBaseLogger, body: ErrorBody, err: unknown): void {
   if (body.statusCode === 500) log.error({ err }, 'request failed');
@@ -82,8 +76,6 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const body = toErrorBody(err);
     logFailure(request.log, body, err);
-    const headers = exchangeHeaders(err, body);
-    if (headers) void reply.headers(headers);
     void reply.code(body.statusCode).type('application/json; charset=utf-8').send(body);
   });
   app.setNotFoundHandler((request, reply) => {

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { RELAY_ERR_BAD_REQUEST, RELAY_ERR_BODY_TOO_LARGE, RELAY_ERR_SHUTTING_DOWN, RELAY_ERR_UNAUTHORIZED } from '../errors.js';
 import { ClientGone, type Exchange, type ProxyResponse } from '../core/proxy-types.js';
 import { type AccessLine, logArrival, logCompleted } from './access-log.js';
-import { type ErrorBody, exchangeHeaders, logFailure, toErrorBody } from './error-handler.js';
+import { type RelayErrorFacts, dialectOf, errorAnswer, errorFacts } from '../core/error-answer.js';
 
 /** Paths the relay answers itself (fastify): an unknown one under them is a 404, never forwarded. */
 const OWN_PREFIXES = ['/api/', '/healthz', '/readyz', '/metrics', '/docs', '/dashboard'];
@@ -56,24 +56,25 @@ export interface ProxyEdge {
 export function createProxyEdge(opts: ProxyEdgeOptions): ProxyEdge {
   const { exchange, log, maxBodyBytes } = opts;
 
-  function answerError(res: ServerResponse, line: AccessLine, err: unknown): void {
-    const body: ErrorBody = toErrorBody(err as Parameters<typeof toErrorBody>[0]);
-    logFailure(log.child({ reqId: line.reqId }), body, err);
-    const text = JSON.stringify(body);
-    const headers: Record<string, string | number> = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) };
-    const own = exchangeHeaders(err, body);
-    if (own) {
-      Object.assign(headers, own);
-      line.cacheStatus = own['x-relay-cache'];
-    }
-    if (opts.closing()) headers.connection = 'close';
-    res.writeHead(body.statusCode, headers);
-    res.end(text);
+  /** An error the relay answers itself, in the shape of the provider the client talks to (error-answer.ts). */
+  function answerError(req: IncomingMessage, res: ServerResponse, line: AccessLine, err: unknown): void {
+    const facts = errorFacts(err);
+    const { response } = errorAnswer(dialectOf(req.headers), facts);
+    logProblem(line, facts, err);
+    answer(res, line, response);
+  }
+
+  function logProblem(line: AccessLine, facts: RelayErrorFacts, err?: unknown): void {
+    const log1 = log.child({ reqId: line.reqId });
+    if (facts.statusCode === 500) log1.error({ err }, 'request failed');
+    else if (facts.statusCode > 500) log1.warn({ code: facts.code, message: facts.message }, 'request failed');
+    else log1.info({ code: facts.code, message: facts.message }, 'request rejected');
   }
 
   function answer(res: ServerResponse, line: AccessLine, out: ProxyResponse): void {
     const body = out.body;
     line.cacheStatus = out.headers['x-relay-cache'];
+    if (out.relayError && opts.closing()) out.headers.connection = 'close';
     if (typeof body === 'string') {
       out.headers['content-length'] = String(Buffer.byteLength(body));
       res.writeHead(out.status, out.headers);
@@ -121,15 +122,16 @@ export function createProxyEdge(opts: ProxyEdgeOptions): ProxyEdge {
         log.debug({ reqId: line.reqId, url: line.req.url }, 'client went away before the answer');
         return;
       }
-      answerError(res, line, err);
+      answerError(req, res, line, err);
       return;
     }
+    if (out.relayError) logProblem(line, out.relayError);
     try {
       answer(res, line, out);
     } catch (err) {
       // A header the upstream sent that Node will not write (an invalid character): a bug-class answer.
       if (typeof out.body !== 'string') out.body.destroy();
-      if (!res.headersSent) answerError(res, line, err);
+      if (!res.headersSent) answerError(req, res, line, err);
       else res.destroy(err as Error);
     }
   }
@@ -137,7 +139,7 @@ export function createProxyEdge(opts: ProxyEdgeOptions): ProxyEdge {
   function readBody(req: IncomingMessage, res: ServerResponse, line: AccessLine): void {
     const declared = Number(req.headers['content-length']);
     if (declared > maxBodyBytes) {
-      answerError(res, line, new RELAY_ERR_BODY_TOO_LARGE(maxBodyBytes));
+      answerError(req, res, line, new RELAY_ERR_BODY_TOO_LARGE(maxBodyBytes));
       return;
     }
     const chunks: Buffer[] = [];
@@ -148,7 +150,7 @@ export function createProxyEdge(opts: ProxyEdgeOptions): ProxyEdge {
         // Stop collecting; Node reads and drops the rest once the 413 is sent, so the client gets it.
         req.off('data', onData);
         req.off('end', onEnd);
-        answerError(res, line, new RELAY_ERR_BODY_TOO_LARGE(maxBodyBytes));
+        answerError(req, res, line, new RELAY_ERR_BODY_TOO_LARGE(maxBodyBytes));
         return;
       }
       chunks.push(chunk);
@@ -177,14 +179,14 @@ export function createProxyEdge(opts: ProxyEdgeOptions): ProxyEdge {
         opts.count(line.cacheStatus, res.statusCode);
         logCompleted(log, line, res.statusCode);
       });
-      if (opts.closing()) return answerError(res, line, new RELAY_ERR_SHUTTING_DOWN());
+      if (opts.closing()) return answerError(req, res, line, new RELAY_ERR_SHUTTING_DOWN());
       if (opts.tokenCheck) {
         const presented = req.headers['x-relay-token'];
         if (!opts.tokenCheck(typeof presented === 'string' ? presented : undefined))
-          return answerError(res, line, new RELAY_ERR_UNAUTHORIZED());
+          return answerError(req, res, line, new RELAY_ERR_UNAUTHORIZED());
       }
       if (badPercentEncoding(req.url!))
-        return answerError(res, line, new RELAY_ERR_BAD_REQUEST('Malformed URL: the path has an invalid percent-encoding'));
+        return answerError(req, res, line, new RELAY_ERR_BAD_REQUEST('Malformed URL: the path has an invalid percent-encoding'));
       readBody(req, res, line);
     },
   };

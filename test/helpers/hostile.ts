@@ -179,6 +179,20 @@ export function expectRelayError(a: Answer, status: number | number[], codes: st
 }
 
 /**
+ * A relay-made error on a proxied route: the provider's shape (OpenAI's, or Anthropic's for a call that
+ * carries anthropic-version), so the SDKs show the message, with the relay's fields beside it.
+ */
+export function expectProxyError(a: Answer, status: number, code: string, what = ''): void {
+  const ctx = `${what} → ${show(a)}`;
+  expect(a.status, ctx).toBe(status);
+  expect(a.headers.get('content-type') ?? '', ctx).toMatch(/^application\/json/);
+  const relay = { statusCode: status, code, message: expect.any(String) };
+  if (a.json?.type === 'error') expect(a.json, ctx).toEqual({ type: 'error', error: { type: expect.any(String), message: a.json.message }, ...relay });
+  else expect(a.json, ctx).toEqual({ error: { message: a.json.message, type: expect.any(String), code, param: null }, ...relay });
+  expect(a.json.message.length, ctx).toBeGreaterThan(0);
+}
+
+/**
  * The last test of every hostile file: this file sent at least its floor, the floors of all files add up to
  * ≥ 1,000, and this file's relay is healthy, still works, and logged no error.
  */

@@ -17,7 +17,16 @@ afterAll(async () => {
   await up.close();
 });
 
-const UNAUTHORIZED = { statusCode: 401, code: 'RELAY_ERR_UNAUTHORIZED', error: 'Unauthorized', message: 'Missing or invalid relay token' };
+const MESSAGE =
+  "Missing or invalid relay token: this relay has RELAY_API_TOKENS set, so send one of them as x-relay-token (or Authorization: Bearer on /api); this is the relay's token, not your provider API key";
+const UNAUTHORIZED = { statusCode: 401, code: 'RELAY_ERR_UNAUTHORIZED', error: 'Unauthorized', message: MESSAGE };
+/** On a proxied route the same error comes in the provider's shape, so an SDK shows the message. */
+const UNAUTHORIZED_PROXY = {
+  error: { message: MESSAGE, type: 'authentication_error', code: 'RELAY_ERR_UNAUTHORIZED', param: null },
+  statusCode: 401,
+  code: 'RELAY_ERR_UNAUTHORIZED',
+  message: MESSAGE,
+};
 const chatBody = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'guarded' }] });
 
 const routes: Array<[string, string, string | undefined]> = [
@@ -48,7 +57,7 @@ describe('access tokens', () => {
     for (const headers of attempts) {
       const res = await call(method, path, body, headers);
       expect(res.status).toBe(401);
-      expect(res.body).toEqual(UNAUTHORIZED);
+      expect(res.body).toEqual(path.startsWith('/v1/') ? UNAUTHORIZED_PROXY : UNAUTHORIZED);
     }
   });
 

@@ -9,7 +9,7 @@ import {
   NAMESPACE,
   PROP_TIMEOUT,
   expectHealthyAfterHostileRun,
-  expectRelayError,
+  expectProxyError,
   show,
   useHostileRelay,
 } from '../helpers/hostile.js';
@@ -108,9 +108,9 @@ describe('the proxy (POST /v1/chat/completions)', () => {
           const ns = headers['x-relay-cache-namespace'];
           const ctx = `${bc.label}, upstream ${fail ?? 'normal'} → ${show(a)}`;
           if (bc.body.length > MAX_BODY) {
-            expectRelayError(a, 413, 'RELAY_ERR_BODY_TOO_LARGE', ctx);
+            expectProxyError(a, 413, 'RELAY_ERR_BODY_TOO_LARGE', ctx);
           } else if (ns !== undefined && !NAMESPACE.test(ns)) {
-            expectRelayError(a, 400, 'RELAY_ERR_VALIDATION', ctx);
+            expectProxyError(a, 400, 'RELAY_ERR_VALIDATION', ctx);
             expect(a.json.message).toContain('x-relay-cache-namespace');
             expect(run.up.calls.length, 'a refused call never reaches the upstream').toBe(calls);
           } else {

@@ -1,5 +1,6 @@
 // Cache behaviour of the proxy (DESIGN §3–§4): directives, headers, what is never cached, namespaces,
 // single flight, and the shared store with the direct API.
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { cacheHash } from '../../src/core/cache-key.js';
 import { type FakeUpstream, chatCompletion, startFakeUpstream } from '../helpers/fake-upstream.js';
@@ -100,14 +101,26 @@ describe('request directives', () => {
     const p = fresh();
     const miss = await chat(relay.url, p, { headers: { 'cache-control': 'only-if-cached' } });
     expect(miss.status).toBe(504);
-    expect(JSON.parse(miss.text)).toEqual({
+    // The namespace the relay looked in is the caller's credential's (README: `cred-` + 32 hex of its sha256).
+    const ns = `cred-${createHash('sha256').update('authorization:Bearer sk-default').digest('hex').slice(0, 32)}`;
+    const message =
+      `No cached answer in namespace "${ns}", and the request says only-if-cached. With RELAY_CACHE_SCOPE=credential, ` +
+      'entries are kept per upstream credential, so a call with another API key looks in another namespace: record and ' +
+      'replay with RELAY_CACHE_SCOPE=shared (or send the same x-relay-cache-namespace) to share entries across keys.';
+    const body = {
+      error: { message, type: 'timeout', code: 'RELAY_ERR_CACHE_ONLY_MISS', param: null },
       statusCode: 504,
       code: 'RELAY_ERR_CACHE_ONLY_MISS',
-      error: 'Gateway Timeout',
-      message: 'No cached answer and the request may not go upstream (only-if-cached)',
-    });
+      message,
+    };
+    expect(JSON.parse(miss.text)).toEqual(body);
     expect(miss.cache).toBe('MISS');
+    // It will miss again: SDKs, which retry a 504 by themselves, are told not to.
+    expect(miss.headers.get('x-should-retry')).toBe('false');
     expect(miss.headers.get('x-relay-report-id')).toMatch(/^[0-9a-f-]{36}$/);
+    await relay.reports.flush();
+    const report = await get(`${relay.url}/api/reporting/v2/requests/${miss.headers.get('x-relay-report-id')}`);
+    expect(report.body.response.body).toEqual(body);
     expect(up.calls).toHaveLength(0);
     await chat(relay.url, p);
     expect((await chat(relay.url, p, { headers: { 'cache-control': 'only-if-cached' } })).cache).toBe('HIT');
@@ -389,7 +402,7 @@ describe('offline mode', () => {
       expect(JSON.parse(hit.text)).toEqual(chatCompletion(`echo: ${p}`));
       const miss = await chat(offline.url, fresh(), { headers: { 'x-relay-cache-namespace': 'ci' } });
       expect(miss.status).toBe(504);
-      expect(JSON.parse(miss.text).message).toContain('offline mode');
+      expect(JSON.parse(miss.text).message).toBe('No cached answer in namespace "ci" (x-relay-cache-namespace), and the relay is offline (RELAY_OFFLINE).');
       const get404 = await fetch(`${offline.url}/v1/models`);
       expect(get404.status).toBe(504);
     } finally {

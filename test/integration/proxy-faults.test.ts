@@ -36,16 +36,19 @@ describe('upstream failures', () => {
       const r = await chat(down.url, 'anyone there?');
       expect(r.status).toBe(502);
       const body = JSON.parse(r.text);
+      const message = expect.stringMatching(/^The upstream http:\/\/127\.0\.0\.1:\d+ could not be reached \(ECONNREFUSED\)$/);
       expect(body).toEqual({
+        error: { message, type: 'server_error', code: 'RELAY_ERR_UPSTREAM_UNREACHABLE', param: null },
         statusCode: 502,
         code: 'RELAY_ERR_UPSTREAM_UNREACHABLE',
-        error: 'Bad Gateway',
-        message: expect.stringMatching(/^The upstream http:\/\/127\.0\.0\.1:\d+ could not be reached \(ECONNREFUSED\)$/),
+        message,
       });
       expect(r.cache).toBe('MISS');
       await down.reports.flush();
       const report = await get(`${down.url}/api/reporting/v2/requests/${r.headers.get('x-relay-report-id')}`);
       expect(report.body).toMatchObject({ status: 502, cacheHit: false, proxy: { outcome: 'upstream-error' } });
+      // The report keeps the body the client got.
+      expect(report.body.response.body).toEqual(body);
       expect((await chat(down.url, 'anyone there?')).status).toBe(502); // the failure was not cached
     } finally {
       await down.close();
@@ -69,11 +72,12 @@ describe('upstream failures', () => {
     const r = await chat(relay.url, 'slow please');
     const took = Date.now() - started;
     expect(r.status).toBe(504);
+    const message = `The upstream ${up.url} did not answer in time (UND_ERR_HEADERS_TIMEOUT)`;
     expect(JSON.parse(r.text)).toEqual({
+      error: { message, type: 'timeout', code: 'RELAY_ERR_UPSTREAM_TIMEOUT', param: null },
       statusCode: 504,
       code: 'RELAY_ERR_UPSTREAM_TIMEOUT',
-      error: 'Gateway Timeout',
-      message: `The upstream ${up.url} did not answer in time (UND_ERR_HEADERS_TIMEOUT)`,
+      message,
     });
     expect(took).toBeGreaterThanOrEqual(250);
     expect(took).toBeLessThan(1500);

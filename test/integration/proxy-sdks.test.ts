@@ -2,6 +2,7 @@
 // named route. First call MISS and reaches the upstream; the identical second call HIT without reaching
 // it, with identical content — streamed and not.
 import Anthropic from '@anthropic-ai/sdk';
+import OpenAIv4 from 'openai';
 import OpenAI from 'openai-current';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeUpstream, anthropicMessage, chatCompletion, startFakeUpstream } from '../helpers/fake-upstream.js';
@@ -185,5 +186,84 @@ describe('@anthropic-ai/sdk through a named route', () => {
       usage: { input_tokens: 10, output_tokens: 3 },
     });
     expect(streamed[1].usage).toEqual({ inputTokens: 10, outputTokens: 3, totalTokens: 13 });
+  });
+});
+
+describe("the relay's own errors reach the SDKs (provider-shaped)", () => {
+  const TOKEN_MESSAGE =
+    "Missing or invalid relay token: this relay has RELAY_API_TOKENS set, so send one of them as x-relay-token (or Authorization: Bearer on /api); this is the relay's token, not your provider API key";
+
+  it('openai v4 and v6 read the message of a relay 401, a 504 offline miss and a 502', async () => {
+    const guarded = await startRelay({ upstreamUrl: openaiUp.url, apiTokens: ['relay-secret'] });
+    const offline = await startRelay({ upstreamUrl: openaiUp.url, offline: true, cacheScope: 'shared' });
+    const down = await startRelay({ upstreamUrl: 'http://127.0.0.1:9' });
+    try {
+      for (const [name, Client] of [['openai v4', OpenAIv4], ['openai v6', OpenAI]] as const) {
+        // Both majors take the same options and call; typed as the current one for the call below.
+        const client = (base: string) => new Client({ apiKey: 'sk-test', baseURL: `${base}/v1`, maxRetries: 0 }) as unknown as OpenAI;
+        const params = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: `errors ${name}` }] };
+
+        const denied = await client(guarded.url).chat.completions.create(params).catch((e: unknown) => e);
+        expect(denied, name).toBeInstanceOf(Client.APIError);
+        const d = denied as InstanceType<typeof Client.APIError>;
+        expect(d.status).toBe(401);
+        expect((d.error as any).message).toBe(TOKEN_MESSAGE);
+        expect(d.message).toBe(`401 ${TOKEN_MESSAGE}`);
+        expect(d.code).toBe('RELAY_ERR_UNAUTHORIZED');
+
+        const missed = (await client(offline.url).chat.completions.create(params).catch((e: unknown) => e)) as InstanceType<typeof Client.APIError>;
+        expect(missed.status).toBe(504);
+        expect((missed.error as any).message).toBe('No cached answer in namespace "shared", and the relay is offline (RELAY_OFFLINE).');
+        expect(missed.code).toBe('RELAY_ERR_CACHE_ONLY_MISS');
+
+        const unreachable = (await client(down.url).chat.completions.create(params).catch((e: unknown) => e)) as InstanceType<typeof Client.APIError>;
+        expect(unreachable.status).toBe(502);
+        expect((unreachable.error as any).message).toBe('The upstream http://127.0.0.1:9 could not be reached (ECONNREFUSED)');
+      }
+      expect(openaiUp.calls).toHaveLength(0);
+    } finally {
+      await Promise.all([guarded.close(), offline.close(), down.close()]);
+    }
+  });
+
+  it('the openai SDK does not retry an offline miss (it would miss again)', async () => {
+    const offline = await startRelay({ upstreamUrl: openaiUp.url, offline: true });
+    try {
+      let attempts = 0;
+      const counting: typeof fetch = (input, init) => {
+        attempts++;
+        return fetch(input, init);
+      };
+      const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${offline.url}/v1`, maxRetries: 2, fetch: counting });
+      const err = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'once' }] }).catch((e: unknown) => e);
+      expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(504);
+      expect(attempts).toBe(1);
+    } finally {
+      await offline.close();
+    }
+  });
+
+  it('the Anthropic SDK reads the message of a relay 401 on a named route, in the Anthropic shape', async () => {
+    const guarded = await startRelay({ upstreamUrl: openaiUp.url, routes: [{ prefix: '/anthropic', upstream: anthropicUp.url }], apiTokens: ['relay-secret'] });
+    try {
+      const client = new Anthropic({ apiKey: 'sk-ant-test', baseURL: `${guarded.url}/anthropic`, maxRetries: 0 });
+      const err = await client.messages
+        .create({ model: 'claude-3-5-haiku-20241022', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(Anthropic.AuthenticationError);
+      const e = err as InstanceType<typeof Anthropic.APIError>;
+      expect(e.status).toBe(401);
+      expect(e.error).toEqual({
+        type: 'error',
+        error: { type: 'authentication_error', message: TOKEN_MESSAGE },
+        statusCode: 401,
+        code: 'RELAY_ERR_UNAUTHORIZED',
+        message: TOKEN_MESSAGE,
+      });
+      expect(e.message).toBe(`401 ${TOKEN_MESSAGE}`);
+      expect(anthropicUp.calls).toHaveLength(0);
+    } finally {
+      await guarded.close();
+    }
   });
 });
