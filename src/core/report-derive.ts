@@ -5,6 +5,7 @@ import { hash } from 'node:crypto';
 import { timestampMs } from '../storage/report-cursor.js';
 import type { ReportFields, StoredReport } from '../storage/report-store.js';
 import type { PriceTable } from './pricing.js';
+import { estimateUsage } from './token-estimate.js';
 import { extractUsage } from './usage.js';
 
 export type ReportInput = ReportFields;
@@ -77,7 +78,12 @@ export function deriveReport(
   const ended = timestampMs(input.response.timestamp);
   const status = input.response.status;
   const model = str(obj(responseBody)?.model) ?? str(obj(requestBody)?.model) ?? null;
-  const usage = extractUsage(responseBody);
+  const provider = detectProvider(input.metadata, requestBody, responseBody);
+  // A streamed OpenAI answer carries usage only when the client asked for it (include_usage): without it the
+  // relay counts the tokens itself, marked estimated, so every streamed call has tokens and a cost.
+  const usage =
+    extractUsage(responseBody) ??
+    (provider === 'openai' && input.response.streamed === true ? estimateUsage(requestBody, responseBody) : null);
   const req = bodyFacts(requestBody, maxBodyBytes, known.request);
   const res = bodyFacts(responseBody, maxBodyBytes, known.response);
   const cost = prices.cost(model, usage);
@@ -95,7 +101,7 @@ export function deriveReport(
     durationMs: Number.isFinite(started) && Number.isFinite(ended) ? ended - started : null,
     status: Number.isInteger(status) ? (status as number) : null,
     model,
-    provider: detectProvider(input.metadata, requestBody, responseBody),
+    provider,
     usage,
     costUsd: hit ? 0 : cost,
     requestBytes: req.bytes,

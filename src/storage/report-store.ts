@@ -32,6 +32,8 @@ export interface TokenUsage {
   totalTokens: number;
   cachedInputTokens?: number;
   cacheCreationInputTokens?: number;
+  /** the answer carried no usage (a stream without include_usage): the relay counted the tokens itself */
+  estimated?: true;
 }
 
 export interface ReportQuery {

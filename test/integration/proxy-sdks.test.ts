@@ -2,6 +2,7 @@
 // named route. First call MISS and reaches the upstream; the identical second call HIT without reaching
 // it, with identical content — streamed and not.
 import Anthropic from '@anthropic-ai/sdk';
+import * as o200k from 'gpt-tokenizer/encoding/o200k_base';
 import OpenAIv4 from 'openai';
 import OpenAI from 'openai-current';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -125,6 +126,34 @@ describe('openai SDK through the default route', () => {
     expect(miss.costUsd).toBe((12 * 0.15 + 4 * 0.6) / 1e6);
     const hit = await reportById(second.response.headers.get('x-relay-report-id'));
     expect(hit).toMatchObject({ cacheHit: true, costUsd: 0, costSavedUsd: miss.costUsd, originReportId: miss.id, response: { body: miss.response.body } });
+  });
+});
+
+describe('a streamed OpenAI call without include_usage', () => {
+  it('has token counts and a cost in its report, marked estimated; the request reaches the upstream unchanged', async () => {
+    const openai = new OpenAI({ apiKey: 'sk-test-openai-key', baseURL: `${relay.url}/v1`, maxRetries: 0 });
+    const params = {
+      model: 'gpt-4o-mini',
+      messages: [
+        { role: 'system' as const, content: 'You are terse.' },
+        { role: 'user' as const, content: 'count my tokens please' },
+      ],
+      stream: true as const,
+    };
+    const { data: stream, response } = await openai.chat.completions.create(params).withResponse();
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    expect(text).toBe('echo: count my tokens please');
+    expect(JSON.parse(openaiUp.calls[0]!.body)).toEqual(params); // no stream_options added
+
+    // OpenAI's documented count: 3 per message + role + content, 3 to prime the reply (o200k for gpt-4o-*).
+    const count = (s: string) => o200k.countTokens(s);
+    const input = 3 + (3 + count('system') + count('You are terse.')) + (3 + count('user') + count('count my tokens please'));
+    const output = count('echo: count my tokens please');
+    const report = await reportById(response.headers.get('x-relay-report-id'));
+    expect(report.usage).toEqual({ inputTokens: input, outputTokens: output, totalTokens: input + output, estimated: true });
+    expect(report.costUsd).toBeCloseTo((input * 0.15 + output * 0.6) / 1e6, 15);
+    expect(report.response.body.usage).toBeUndefined(); // the stored answer is what the upstream sent
   });
 });
 
