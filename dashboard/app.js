@@ -113,7 +113,7 @@ function showTotals(t) {
 }
 
 // ---- the chart (chart.js): UTC days, weeks or months from the range's start (or the first day) on
-const UNIT_TITLES = { day: 'per day', week: 'per week (weeks from Monday)', month: 'per month' };
+const UNIT_TITLES = { day: 'per day', week: 'per week (from Monday)', month: 'per month' };
 function showChart(groups, from) {
   const unit = drawChart(chart, s, groups, from ? Date.parse(from) : null);
   $('chart-unit').textContent = UNIT_TITLES[unit];
