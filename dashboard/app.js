@@ -1,6 +1,9 @@
 // The llm-relay dashboard: reads the public reporting API (/api/reporting/v2) and draws it. No library,
 // no build step. Report data only ever reaches the page as text (textContent, text nodes, attributes),
-// never as markup.
+// never as markup. Times are UTC throughout (format.js says why).
+import { drawChart } from './chart.js';
+import { ZONE, cacheText, endpoint, instant, int, isError, ms, pct, statusText, time, tokens, usd } from './format.js';
+
 const API = '/api/reporting/v2';
 const TOKEN_KEY = 'llm-relay-token';
 const $ = (id) => document.querySelector(`[data-testid="${id}"]`);
@@ -45,18 +48,6 @@ function status(text, state) {
   el.dataset.state = state;
 }
 
-// ---- formatting (the test formats its expected numbers the same way)
-const int = (n) => (n ?? 0).toLocaleString('en-US');
-const usd = (v) =>
-  v == null ? '—' : `$${v.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: Math.abs(v) >= 1 ? 2 : 6 })}`;
-const pct = (r) => (r == null ? '—' : `${(r * 100).toFixed(1)}%`);
-const ms = (v) => (v == null ? '—' : v < 1000 ? `${Math.round(v)} ms` : `${(v / 1000).toFixed(2)} s`);
-const pad = (n) => String(n).padStart(2, '0');
-function time(iso) {
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return '—';
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
-}
 const json = (v) => (v === undefined ? '(none)' : JSON.stringify(v, null, 2));
 
 function build(el, attrs, children) {
@@ -121,59 +112,11 @@ function showTotals(t) {
   $('total-errors').classList.toggle('bad', Boolean(t?.errors));
 }
 
-// ---- chart: requests per day as bars (left scale), cost per day as a line (right scale)
-const DAY = 86_400_000;
-function fillDays(groups) {
-  const byDay = new Map(groups.filter((g) => g.key != null).map((g) => [g.key, g]));
-  const keys = [...byDay.keys()];
-  if (keys.length < 2) return keys.map((k) => byDay.get(k));
-  const first = Date.parse(keys[0]), last = Date.parse(keys[keys.length - 1]);
-  if ((last - first) / DAY > 400) return keys.map((k) => byDay.get(k));
-  const days = [];
-  for (let t = first; t <= last; t += DAY) {
-    const key = new Date(t).toISOString().slice(0, 10);
-    days.push(byDay.get(key) ?? { key, requests: 0, costUsd: 0 });
-  }
-  return days;
-}
-
-function niceCeil(v, steps = [1, 2, 5, 10]) {
-  if (!(v > 0)) return 1;
-  const p = 10 ** Math.floor(Math.log10(v));
-  return steps.map((m) => m * p).find((m) => v <= m * (1 + 1e-9));
-}
-
-function drawChart(groups) {
-  const days = fillDays(groups);
-  const [W, H, L, R, T, B] = [800, 220, 50, 70, 12, 28];
-  const pw = W - L - R, ph = H - T - B;
-  if (days.length === 0) return chart.replaceChildren(s('text', { x: W / 2, y: H / 2, class: 'none' }, 'No data'));
-  // an even number of requests on top, so the middle line is a whole number too
-  const maxReq = niceCeil(Math.max(2, ...days.map((d) => d.requests)), [1, 2, 4, 6, 8, 10]);
-  const maxCost = niceCeil(Math.max(...days.map((d) => d.costUsd ?? 0)));
-  const y = (v, max) => T + ph - (v / max) * ph;
-  const bw = pw / days.length;
-  const cx = (i) => L + i * bw + bw / 2;
-  const parts = [];
-  for (const f of [0, 0.5, 1]) {
-    parts.push(s('line', { x1: L, x2: L + pw, y1: y(f, 1), y2: y(f, 1), class: 'grid' }));
-    parts.push(s('text', { x: L - 6, y: y(f, 1) + 4, class: 'axis left' }, int(f * maxReq)));
-    parts.push(s('text', { x: L + pw + 6, y: y(f, 1) + 4, class: 'axis right' }, usd(f * maxCost)));
-  }
-  const every = Math.ceil(days.length / 10);
-  days.forEach((d, i) => {
-    const barH = (d.requests / maxReq) * ph;
-    const bar = s('rect', {
-      x: cx(i) - (bw * 0.7) / 2, y: T + ph - barH, width: Math.max(1, bw * 0.7), height: barH, class: 'bar',
-      'data-testid': 'chart-bar', 'data-day': d.key, 'data-requests': d.requests, 'data-cost': d.costUsd ?? 0,
-    }, s('title', {}, `${d.key}: ${int(d.requests)} requests, ${usd(d.costUsd)}`));
-    parts.push(bar);
-    if (i % every === 0) parts.push(s('text', { x: cx(i), y: H - 8, class: 'axis day' }, d.key.slice(5)));
-  });
-  const points = days.map((d, i) => `${cx(i)},${y(d.costUsd ?? 0, maxCost)}`);
-  parts.push(s('polyline', { points: points.join(' '), class: 'line' }));
-  if (days.length <= 60) days.forEach((d, i) => parts.push(s('circle', { cx: cx(i), cy: y(d.costUsd ?? 0, maxCost), r: 3, class: 'dot' })));
-  chart.replaceChildren(...parts);
+// ---- the chart (chart.js): UTC days, weeks or months from the range's start (or the first day) on
+const UNIT_TITLES = { day: 'per day', week: 'per week (from Monday)', month: 'per month' };
+function showChart(groups, from) {
+  const unit = drawChart(chart, s, groups, from ? Date.parse(from) : null);
+  $('chart-unit').textContent = UNIT_TITLES[unit];
 }
 
 // ---- the requests table
@@ -182,13 +125,26 @@ let listParams = new URLSearchParams();
 let cursor = null;
 
 function row(r) {
-  const cache = r.cacheHit === true ? 'hit' : r.cacheHit === false ? 'miss' : '—';
-  const tr = h('tr', { 'data-testid': 'request-row', 'data-id': r.id, tabindex: 0, class: r.status >= 400 ? 'error' : '' },
-    h('td', {}, time(r.request?.timestamp)), h('td', {}, r.model), h('td', {}, r.metadata?.environment),
-    h('td', {}, r.status), h('td', { class: cache }, cache), h('td', { class: 'num' }, ms(r.durationMs)),
-    h('td', { class: 'num' }, usd(r.costUsd)));
+  const cache = cacheText(r);
+  const { method, path } = endpoint(r);
+  const used = tokens(r.usage);
+  const hit = cache === 'hit' || cache === 'coalesced';
+  const tr = h('tr', { 'data-testid': 'request-row', 'data-id': r.id, tabindex: 0, class: isError(r) ? 'error' : '', 'aria-haspopup': 'dialog' },
+    h('td', {}, time(r.request?.timestamp)),
+    h('td', { class: 'path', title: method ? `${method} ${path}` : 'reported through POST /api/reporting/v2/request' },
+      h('span', { class: 'clip' }, ...(method ? [h('span', { class: 'method' }, method), ' '] : []), h('span', { class: method ? '' : 'muted' }, path))),
+    h('td', { class: 'model', title: r.model }, h('span', { class: 'clip' }, r.model)), h('td', {}, r.metadata?.environment),
+    h('td', {}, statusText(r)), h('td', { class: hit ? 'hit' : '' }, cache),
+    h('td', { class: `num${used.title ? ' estimated' : ''}`, title: used.title }, used.text),
+    h('td', { class: 'num' }, ms(r.durationMs)),
+    h('td', { class: 'num', title: 'costSavedUsd' in r ? `saved ${usd(r.costSavedUsd)}` : '' }, usd(r.costUsd)),
+    h('td', { class: 'open', 'aria-hidden': 'true' }, '›'));
   tr.addEventListener('click', () => openReport(r.id));
-  tr.addEventListener('keydown', (e) => e.key === 'Enter' && openReport(r.id));
+  tr.addEventListener('keydown', (e) => {
+    if (e.target !== tr || (e.key !== 'Enter' && e.key !== ' ')) return;
+    e.preventDefault(); // a space would scroll the page
+    openReport(r.id);
+  });
   return tr;
 }
 
@@ -215,13 +171,13 @@ async function refresh() {
   day.set('groupBy', 'day');
   const done = await Promise.allSettled([
     api('/stats', listParams).then((r) => gen === generation && showTotals(r.totals), (err) => { if (gen === generation) showTotals(null); throw err; }),
-    api('/stats', day).then((r) => gen === generation && drawChart(r.groups ?? []), (err) => { if (gen === generation) chart.replaceChildren(); throw err; }),
+    api('/stats', day).then((r) => gen === generation && showChart(r.groups ?? [], listParams.get('from')), (err) => { if (gen === generation) chart.replaceChildren(); throw err; }),
     loadRequests(gen, true),
   ]);
   if (gen !== generation) return;
   const failed = done.find((d) => d.status === 'rejected');
   if (failed) status(problem(failed.reason), 'error');
-  else status(`Updated ${time(new Date())}`, 'ready');
+  else status(`Updated ${time(new Date())} ${ZONE}`, 'ready');
 }
 
 // ---- one report in full
@@ -233,22 +189,23 @@ async function openReport(id) {
     return status(problem(err), 'error');
   }
   const md = r.metadata ?? {};
-  const u = r.usage;
+  const used = tokens(r.usage, true);
+  const { method, path } = endpoint(r);
   const facts = [
-    ['Id', r.id], ['Received', r.receivedAt], ['Client', [md.client, md.clientVersion].filter(Boolean).join(' ')],
+    ['Id', r.id], ['Received', instant(r.receivedAt)], ['Client', [md.client, md.clientVersion].filter(Boolean).join(' ')],
     ['Environment', md.environment], ['Prompt id', md.promptId], ['Provider', r.provider], ['Model', r.model],
-    ['Status', r.status], ['Request at', r.request?.timestamp], ['Response at', r.response?.timestamp],
-    ['Duration', ms(r.durationMs)],
-    ['Cache', `${r.cacheEnabled === false ? 'off' : r.cacheHit ? 'hit' : r.cacheHit === false ? 'miss' : '—'}`],
-    ['Tokens in / out / total', u ? `${int(u.inputTokens)} / ${int(u.outputTokens)} / ${int(u.totalTokens)}` : '—'],
+    ['Endpoint', method ? `${method} ${path}` : path], ['Upstream', r.proxy?.upstream ?? undefined],
+    ['Status', statusText(r)], ['Error', r.proxy?.error ?? undefined],
+    ['Request at', instant(r.request?.timestamp)], ['Response at', instant(r.response?.timestamp)],
+    ['Duration', ms(r.durationMs)], ['Cache', cacheText(r)],
+    ['Tokens in / out / total', used.title ? `${used.text} (estimated)` : used.text],
     ['Cost', usd(r.costUsd)], ['Cost saved', 'costSavedUsd' in r ? usd(r.costSavedUsd) : undefined],
     ['Bytes request / response', `${int(r.requestBytes)} / ${int(r.responseBytes)}`],
-    ['Proxy', r.proxy ? [r.proxy.method, r.proxy.path, r.proxy.cacheStatus, r.proxy.outcome, r.proxy.error].filter(Boolean).join(' · ') : undefined],
   ];
   $('detail-facts').replaceChildren(
     ...facts.filter(([, v]) => v !== undefined).flatMap(([k, v]) => [h('dt', {}, k), h('dd', { 'data-fact': k }, v === '' ? '—' : v)]),
   );
-  $('detail-title').textContent = `${r.model ?? 'Request'} · ${time(r.request?.timestamp)}`;
+  $('detail-title').textContent = `${r.model ?? 'Request'} · ${time(r.request?.timestamp)} ${ZONE}`;
   $('detail-properties').textContent = json(r.properties ?? {});
   $('detail-request').textContent = json(r.request?.body);
   $('detail-response').textContent = json(r.response?.body);

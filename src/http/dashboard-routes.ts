@@ -1,4 +1,4 @@
-// /dashboard: one static page (HTML, an ES module, a stylesheet, all in dashboard/ at the package root)
+// /dashboard: one static page (HTML, three ES modules, a stylesheet, all in dashboard/ at the package root)
 // that reads only the public reporting API from the browser. The files are read once, at registration,
 // and served with a strict content-security-policy: no inline script or style, nothing from elsewhere.
 import { createHash } from 'node:crypto';
@@ -11,15 +11,23 @@ import type { FastifyPluginAsync } from 'fastify';
 const PACKAGE_ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 
 export interface DashboardRoutesOptions {
-  /** where index.html, app.js and style.css live (default <package root>/dashboard) */
+  /** where index.html, the modules and style.css live (default <package root>/dashboard) */
   dir?: string;
 }
+
+const FILES = [
+  { urls: ['/dashboard', '/dashboard/'], file: 'index.html', type: 'text/html; charset=utf-8' },
+  { urls: ['/dashboard/app.js'], file: 'app.js', type: 'text/javascript; charset=utf-8' },
+  { urls: ['/dashboard/chart.js'], file: 'chart.js', type: 'text/javascript; charset=utf-8' },
+  { urls: ['/dashboard/format.js'], file: 'format.js', type: 'text/javascript; charset=utf-8' },
+  { urls: ['/dashboard/style.css'], file: 'style.css', type: 'text/css; charset=utf-8' },
+] as const;
 
 /**
  * The page's own files. They hold no data (every number comes from /api with the caller's token), so the
  * token check may leave them open: a browser cannot put a header on a navigation or a <script src>.
  */
-export const DASHBOARD_PATHS = ['/dashboard', '/dashboard/', '/dashboard/app.js', '/dashboard/style.css'] as const;
+export const DASHBOARD_PATHS: readonly string[] = FILES.flatMap((f) => f.urls);
 
 export const DASHBOARD_CSP = [
   "default-src 'self'",
@@ -32,12 +40,6 @@ export const DASHBOARD_CSP = [
   "form-action 'self'",
   "frame-ancestors 'none'",
 ].join('; ');
-
-const FILES = [
-  { urls: ['/dashboard', '/dashboard/'], file: 'index.html', type: 'text/html; charset=utf-8' },
-  { urls: ['/dashboard/app.js'], file: 'app.js', type: 'text/javascript; charset=utf-8' },
-  { urls: ['/dashboard/style.css'], file: 'style.css', type: 'text/css; charset=utf-8' },
-];
 
 export const dashboardRoutes: FastifyPluginAsync<DashboardRoutesOptions> = async (app, opts) => {
   const dir = opts.dir ?? join(PACKAGE_ROOT, 'dashboard');

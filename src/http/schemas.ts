@@ -149,7 +149,7 @@ const statsProperties = {
   outputTokens: Type.Integer({ description: 'sum of usage.outputTokens' }),
   costUsd: Type.Number({ description: 'sum of costUsd, USD, rounded to 1e-9' }),
   costSavedUsd: Type.Number({ description: 'sum of costSavedUsd (what cache hits avoided), USD, rounded to 1e-9' }),
-  errors: Type.Integer({ description: 'reports with status 400 or more' }),
+  errors: Type.Integer({ description: 'reports with status 400 or more, and proxied streams that broke after a 2xx start (proxy.outcome stream-error)' }),
   latencyMs: Type.Object(
     {
       p50: NullableNumber('median durationMs'),

@@ -101,13 +101,13 @@ export async function createPostgresReportStore(opts: PostgresReportStoreOptions
         .sort((x, y) => (x.c.id < y.c.id ? -1 : x.c.id > y.c.id ? 1 : 0));
       const cols = rows.map((row) => row.c);
       try {
-        // One statement is one transaction; unnest keeps it at fourteen parameters whatever the batch size.
+        // One statement is one transaction; unnest keeps it at fifteen parameters whatever the batch size.
         await pool.query(
           `INSERT INTO ${table} (id, request_ms, environment, prompt_id, client, model, status, cache_hit,
-                                 duration_ms, input_tokens, output_tokens, cost_usd, cost_saved_usd, data)
+                                 duration_ms, input_tokens, output_tokens, cost_usd, cost_saved_usd, outcome, data)
            SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],
                                 $7::integer[], $8::boolean[], $9::float8[], $10::bigint[], $11::bigint[],
-                                $12::float8[], $13::float8[], $14::jsonb[])
+                                $12::float8[], $13::float8[], $14::text[], $15::jsonb[])
            ON CONFLICT (id) DO NOTHING`,
           [
             cols.map((c) => pgText(c.id)),
@@ -123,6 +123,7 @@ export async function createPostgresReportStore(opts: PostgresReportStoreOptions
             cols.map((c) => c.outputTokens),
             cols.map((c) => c.costUsd),
             cols.map((c) => c.costSavedUsd),
+            cols.map((c) => pgTextOrNull(c.outcome)),
             rows.map((row) => pgJson(JSON.stringify(row.report))),
           ],
         );
@@ -227,6 +228,7 @@ async function prepareSchema(client: pg.PoolClient, schema: string, table: strin
         output_tokens BIGINT NOT NULL DEFAULT 0,
         cost_usd DOUBLE PRECISION,
         cost_saved_usd DOUBLE PRECISION,
+        outcome TEXT,
         data JSONB NOT NULL
       )`);
       await client.query(`CREATE INDEX reports_request_ms_id ON ${table} (request_ms DESC, id DESC)`);
@@ -253,6 +255,7 @@ const ADDED_COLUMNS: ReadonlyArray<[name: string, type: string, backfill: string
   ['output_tokens', 'BIGINT NOT NULL DEFAULT 0', "COALESCE((data->'usage'->>'outputTokens')::numeric::bigint, 0)"],
   ['cost_usd', 'DOUBLE PRECISION', "(data->>'costUsd')::double precision"],
   ['cost_saved_usd', 'DOUBLE PRECISION', "(data->>'costSavedUsd')::double precision"],
+  ['outcome', 'TEXT', "CASE WHEN jsonb_typeof(data->'proxy'->'outcome') = 'string' THEN data->'proxy'->>'outcome' END"],
 ];
 
 async function addMissingColumns(client: pg.PoolClient, schema: string, table: string): Promise<void> {

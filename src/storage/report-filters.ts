@@ -27,6 +27,8 @@ export interface ReportColumns {
   costUsd: number | null;
   /** what a cache hit avoided; null when the report does not say */
   costSavedUsd: number | null;
+  /** proxy.outcome of a proxied exchange (`complete`, `stream-error`, …); null for a direct report without one */
+  outcome: string | null;
 }
 
 export function reportColumns(report: StoredReport): ReportColumns {
@@ -45,6 +47,7 @@ export function reportColumns(report: StoredReport): ReportColumns {
     outputTokens: tokenCount(report.usage?.outputTokens),
     costUsd: finiteOrNull(report.costUsd),
     costSavedUsd: finiteOrNull(report.costSavedUsd),
+    outcome: stringOrNull(objectOrNull(report['proxy'])?.['outcome']),
   };
 }
 
@@ -137,6 +140,10 @@ function timeBound(name: string, iso: string): number {
 
 function stringOrNull(v: unknown): string | null {
   return typeof v === 'string' ? v : null;
+}
+
+function objectOrNull(v: unknown): Record<string, unknown> | null {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
 }
 
 function finiteOrNull(v: unknown): number | null {

@@ -50,6 +50,14 @@ const PERCENTILES = [
 const MS_PER_DAY = 86_400_000;
 
 /**
+ * What `errors` counts: an answer with status 400 or more, and a proxied stream that broke after a 2xx
+ * start (outcome `stream-error`: the client got part of an answer). A client that left (`client-abort`)
+ * is not an error of the upstream or the relay: it counts only by its status (499 when it left before
+ * the answer started). `upstream-error` and `cache-only-miss` always carry a status of 400 or more.
+ */
+const ERROR_SQL = "status >= 400 OR outcome = 'stream-error'";
+
+/**
  * The statement for `stats`. Throws RELAY_ERR_VALIDATION (bad filter or groupBy) before any backend is
  * touched. Totals and groups come from one statement, so they describe the same snapshot of the table.
  */
@@ -66,7 +74,7 @@ export function buildStatsSql(
   const key = groupBy === undefined ? 'CAST(NULL AS TEXT)' : keyExpr(groupBy, dialect);
   const filtered =
     `WITH f AS (SELECT ${key} AS k, cache_hit, status, duration_ms, input_tokens, output_tokens, ` +
-    `cost_usd, cost_saved_usd FROM ${table} ${where})`;
+    `cost_usd, cost_saved_usd, outcome FROM ${table} ${where})`;
   const totals = `SELECT 0 AS grouped, CAST(NULL AS TEXT) AS k, ${aggregates(dialect)} FROM ${source(dialect, false)}`;
   const groups =
     groupBy === undefined
@@ -99,7 +107,7 @@ function aggregates(dialect: StatsDialect): string {
     `${dialect.sum('output_tokens')} AS output_tokens`,
     `${dialect.sum('cost_usd')} AS cost_usd`,
     `${dialect.sum('cost_saved_usd')} AS cost_saved_usd`,
-    'count(CASE WHEN status >= 400 THEN 1 END) AS errors',
+    `count(CASE WHEN ${ERROR_SQL} THEN 1 END) AS errors`,
     ...latency,
   ].join(', ');
 }

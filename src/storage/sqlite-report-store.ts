@@ -31,6 +31,7 @@ const SCHEMA = `
     output_tokens INTEGER NOT NULL DEFAULT 0,
     cost_usd REAL,
     cost_saved_usd REAL,
+    outcome TEXT,
     data TEXT NOT NULL
   );
   CREATE INDEX IF NOT EXISTS reports_request_ms_id ON reports (request_ms DESC, id DESC);
@@ -45,6 +46,7 @@ const ADDED_COLUMNS: ReadonlyArray<[name: string, type: string, backfill: string
   ['output_tokens', 'INTEGER NOT NULL DEFAULT 0', "COALESCE(CAST(json_extract(data, '$.usage.outputTokens') AS INTEGER), 0)"],
   ['cost_usd', 'REAL', "json_extract(data, '$.costUsd')"],
   ['cost_saved_usd', 'REAL', "json_extract(data, '$.costSavedUsd')"],
+  ['outcome', 'TEXT', "CASE WHEN json_type(data, '$.proxy.outcome') = 'text' THEN json_extract(data, '$.proxy.outcome') END"],
 ];
 
 function addMissingColumns(db: Database.Database): void {
@@ -108,8 +110,8 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
     file: opts.file,
     busyTimeoutMs: BUSY_TIMEOUT_MS,
     insertSql: `INSERT INTO reports (id, request_ms, environment, prompt_id, client, model, status, cache_hit,
-                          duration_ms, input_tokens, output_tokens, cost_usd, cost_saved_usd, data)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+                          duration_ms, input_tokens, output_tokens, cost_usd, cost_saved_usd, outcome, data)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
   });
   const selectOne = db.prepare<[string], { data: string }>('SELECT data FROM reports WHERE id = ?');
   const countAll = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM reports');
@@ -130,6 +132,7 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
       c.outputTokens,
       c.costUsd,
       c.costSavedUsd,
+      c.outcome,
       JSON.stringify(report),
     ];
   }

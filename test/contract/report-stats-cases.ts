@@ -102,6 +102,27 @@ export function reportStatsCases(getStore: () => ReportStore): void {
       expect(await stats({ model: 'nothing-like-this' }, 'day')).toEqual({ totals: EMPTY, groups: [] });
     });
 
+    it('counts as errors a status of 400 or more and a proxied stream that broke, not a client that left', async () => {
+      const proxied = (outcome: unknown) => ({ proxy: { method: 'POST', path: '/v1/chat/completions', outcome } });
+      await getStore().insertMany([
+        makeReport('e1', 0, proxied('complete')),
+        // the answer started with 200, then the upstream cut the stream
+        makeReport('e2', 1, proxied('stream-error')),
+        // the client left mid-stream (the upstream's 200 stands), and one left before any answer (499)
+        makeReport('e3', 2, proxied('client-abort')),
+        makeReport('e4', 3, { ...proxied('client-abort'), status: 499 }),
+        makeReport('e5', 4, { ...proxied('upstream-error'), status: 502 }),
+        // a direct report may carry the same field (unknown fields are kept); one that is not text is ignored
+        makeReport('e6', 5, { ...proxied('stream-error'), metadata: { environment: 'direct' } }),
+        makeReport('e7', 6, proxied(['stream-error'])),
+        makeReport('e8', 7, { proxy: 'stream-error' }),
+      ]);
+      expect((await stats()).totals.errors).toBe(4);
+      expect((await stats({ environment: 'direct' }, 'day')).groups?.map((g) => [g.key, g.errors])).toEqual([
+        ['2025-03-01', 1],
+      ]);
+    });
+
     describe('over known reports', () => {
       beforeEach(async () => {
         await getStore().insertMany(data);

@@ -1,5 +1,5 @@
 // A reports table written by an earlier relay (without the stats columns) is upgraded at start-up, and
-// its rows count in the stats.
+// its rows count in the stats (the proxied stream that broke among the errors).
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -22,6 +22,7 @@ const OLD_ROW = {
   costUsd: 0.5,
   requestBytes: 0,
   responseBytes: 0,
+  proxy: { method: 'POST', path: '/v1/chat/completions', cacheStatus: 'MISS', outcome: 'stream-error' },
 };
 
 const expectedTotals = {
@@ -32,7 +33,7 @@ const expectedTotals = {
   outputTokens: 5,
   costUsd: 0.5,
   costSavedUsd: 0,
-  errors: 0,
+  errors: 1,
   latencyMs: { p50: 250, p95: 250, p99: 250 },
 };
 
