@@ -126,7 +126,7 @@ async function store(relay: TestRelay, f: Fixture, i: number): Promise<string> {
   if (!f.estimated) return (await postReport(relay.url, reportOf(f, i))).id;
   const report = relay.reports.prepare(reportOf(f, i) as Parameters<TestRelay['reports']['prepare']>[0]);
   const [input, output] = f.tokens!;
-  report.usage = Object.assign({ inputTokens: input, outputTokens: output, totalTokens: input + output }, { estimated: true });
+  report.usage = { inputTokens: input, outputTokens: output, totalTokens: input + output, estimated: true };
   report.costUsd = relay.reports.prices.cost(f.model, report.usage);
   await relay.reports.commit(report);
   return report.id;

@@ -11,8 +11,9 @@ export interface RelayProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export async function spawnRelay(env: Record<string, string>, args: string[] = []): Promise<RelayProcess> {
+export async function spawnRelay(env: Record<string, string>, args: string[] = [], cwd?: string): Promise<RelayProcess> {
   const child = spawn(process.execPath, [CLI, ...args], {
+    ...(cwd ? { cwd } : {}),
     env: { PATH: process.env.PATH ?? '', PORT: '0', RELAY_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
