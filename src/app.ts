@@ -7,7 +7,6 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import type { RelayConfig } from './config.js';
 import { type CacheService, createCacheService } from './core/cache-service.js';
-import { loadPriceTable } from './core/pricing.js';
 import { type ReportService, createReportService } from './core/report-service.js';
 import { AccessLog, createRequestIds } from './http/access-log.js';
 import { createTokenCheck, requireTokens } from './http/auth.js';
@@ -34,7 +33,7 @@ import { createRedisCacheStore } from './storage/redis-cache-store.js';
 import type { ReportStore } from './storage/report-store.js';
 import { createSqliteCacheStore } from './storage/sqlite-cache-store.js';
 import { createSqliteReportStore } from './storage/sqlite-report-store.js';
-import { openOutboxFile } from './storage/outbox-file.js';
+import { createReportThread } from './report-thread.js';
 import { VERSION } from './version.js';
 
 export interface AppOverrides {
@@ -104,36 +103,43 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
     timeoutMs: config.storeTimeoutMs,
     ...(overrides.now ? { now: overrides.now } : {}),
   });
-  const outbox = await openOutboxFile(join(config.dataDir, 'outbox.ndjson'));
-  let lastStoreError = 0;
+  // Reports are written on the report worker thread (report-worker.ts); this thread reads them.
   const reports = createReportService({
-    outbox,
-    outboxRetryMs: config.outboxRetryMs,
-    onStoreError: (err) => {
-      // Once a second at most: a store outage under load would otherwise flood the log.
-      if (Date.now() - lastStoreError < 1000) return;
-      lastStoreError = Date.now();
-      logger.warn({ err, outboxDepth: outbox.depth }, 'report store failed: reports go to the outbox');
-    },
-    onQuarantined: (count) =>
-      logger.error({ count, file: join(config.dataDir, 'outbox.rejected.ndjson') }, 'the report store refused reports it should take: kept aside'),
+    port: createReportThread(
+      {
+        reportsUrl: config.reportsUrl,
+        sqliteFile: join(config.dataDir, 'reports.sqlite'),
+        outboxFile: join(config.dataDir, 'outbox.ndjson'),
+        pricesFile: config.pricesFile,
+        maxBodyBytes: config.reportMaxBodyBytes,
+        maxJsonDepth: config.maxJsonDepth,
+        flushMs: config.reportFlushMs,
+        batchMax: config.reportBatchMax,
+        outboxRetryMs: config.outboxRetryMs,
+        defaults: { client: 'llm-relay', clientVersion: VERSION, environment: config.environment },
+      },
+      logger,
+    ),
     store: reportStore,
-    prices: loadPriceTable(config.pricesFile),
-    flushMs: config.reportFlushMs,
     batchMax: config.reportBatchMax,
-    maxBodyBytes: config.reportMaxBodyBytes,
-    ...(overrides.now ? { now: overrides.now } : {}),
   });
 
   const metrics = createMetrics({
     cacheStore,
-    reports: reports.writer,
+    reports: {
+      get pending() {
+        return reports.counters.pending;
+      },
+      get written() {
+        return reports.counters.written;
+      },
+    },
     outbox: {
       get depth() {
-        return reports.writer.outboxDepth;
+        return reports.counters.outboxDepth;
       },
       get dropped() {
-        return reports.writer.dropped;
+        return reports.counters.dropped;
       },
     },
   });
@@ -175,7 +181,7 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
     cacheStore,
     reportStore,
     timeoutMs: config.storeTimeoutMs,
-    outboxDepth: () => reports.writer.outboxDepth,
+    outboxDepth: () => reports.counters.outboxDepth,
   });
 
   const upstream = createUpstreamClient({
@@ -193,7 +199,6 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
     cacheScope: config.cacheScope,
     offline: config.offline,
     maxJsonDepth: config.maxJsonDepth,
-    defaults: { client: 'llm-relay', clientVersion: VERSION, environment: config.environment },
     telemetry: metrics.telemetry,
   });
   edge = createProxyEdge({
@@ -209,7 +214,7 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
   app.addHook('onClose', async () => {
     await upstream.close();
     await reports.close();
-    await Promise.allSettled([cacheStore.close(), reportStore.close(), outbox.close()]);
+    await Promise.allSettled([cacheStore.close(), reportStore.close()]);
   });
 
   return { app, config, cache, reports, exchange };

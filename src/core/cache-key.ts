@@ -42,3 +42,13 @@ export function proxyKeyObject(
   }
   return { method: method.toUpperCase(), path, body, vary };
 }
+
+/** The vary headers a call carries, as one string (part of the memo key of a request's raw bytes). */
+export function varyOf(headers: Record<string, string | string[] | undefined>): string {
+  let out = '';
+  for (const name of VARY_HEADERS) {
+    const v = headers[name];
+    if (v !== undefined) out += `${name}:${Array.isArray(v) ? v.join(', ') : v}\n`;
+  }
+  return out;
+}

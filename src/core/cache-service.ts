@@ -4,7 +4,7 @@ import { RELAY_ERR_CACHE_UNAVAILABLE, StoreUnavailableError } from '../errors.js
 import type { CacheRecord, CacheStore } from '../storage/cache-store.js';
 import { cacheHash, storedKey } from './cache-key.js';
 import { LRUCache } from 'lru-cache';
-import { type CachedResponse, parseCachedResponse } from './cached-response.js';
+import { type StoredAnswer, decodeAnswer, encodeAnswer } from './cached-response.js';
 
 export interface CacheServiceOptions {
   store: CacheStore;
@@ -17,17 +17,14 @@ export interface CacheServiceOptions {
 
 export interface CacheHit {
   hash: string;
-  response: CachedResponse;
-  /** the answer's body as sent: the SSE text, or the JSON body serialized */
-  payload: string;
+  answer: StoredAnswer;
   createdAt: number;
   expiresAt: number;
 }
 
 interface Parsed {
   value: string;
-  response: CachedResponse;
-  payload: string;
+  answer: StoredAnswer;
 }
 
 /** Parsed entries kept for repeat hits (bounded by the bytes of their stored text). */
@@ -43,7 +40,7 @@ export interface SaveResult {
 export interface CacheService {
   hash(keyObject: unknown): string;
   lookup(namespace: string, hash: string): Promise<CacheHit | undefined>;
-  save(namespace: string, hash: string, response: CachedResponse, ttlSec?: number): Promise<SaveResult>;
+  save(namespace: string, hash: string, answer: StoredAnswer, ttlSec?: number): Promise<SaveResult>;
   readonly maxEntryBytes: number;
   readonly store: CacheStore;
 }
@@ -51,8 +48,8 @@ export interface CacheService {
 export function createCacheService(opts: CacheServiceOptions): CacheService {
   const now = opts.now ?? Date.now;
   const { store, timeoutMs } = opts;
-  // A hot entry is parsed once, not on every hit: the memo is keyed by the stored key and used only while
-  // the store returns the very same text, so it can never serve anything the store would not.
+  // A hot entry's head is parsed once, not on every hit: the memo is keyed by the stored key and used only
+  // while the store returns the very same text, so it can never serve anything the store would not.
   const parsedMemo = new LRUCache<string, Parsed>({
     maxSize: PARSED_MEMO_BYTES,
     sizeCalculation: (p) => Math.max(1, p.value.length * 2),
@@ -65,10 +62,10 @@ export function createCacheService(opts: CacheServiceOptions): CacheService {
   function parse(key: string, value: string): Parsed | undefined {
     const memo = parsedMemo.get(key);
     if (memo && memo.value === value) return memo;
-    const response = parseCachedResponse(value);
+    const answer = decodeAnswer(value);
     // An entry that no longer parses (written by a future version, or damaged) is a miss, not an error.
-    if (!response) return undefined;
-    const parsed = { value, response, payload: response.sse ?? JSON.stringify(response.body) };
+    if (!answer) return undefined;
+    const parsed = { value, answer };
     parsedMemo.set(key, parsed);
     return parsed;
   }
@@ -90,13 +87,13 @@ export function createCacheService(opts: CacheServiceOptions): CacheService {
       if (!record) return undefined;
       const parsed = parse(key, record.value);
       if (!parsed) return undefined;
-      return { hash, response: parsed.response, payload: parsed.payload, createdAt: record.createdAt, expiresAt: record.expiresAt };
+      return { hash, answer: parsed.answer, createdAt: record.createdAt, expiresAt: record.expiresAt };
     },
 
-    async save(namespace, hash, response, ttlSec = opts.defaultTtlSec) {
+    async save(namespace, hash, answer, ttlSec = opts.defaultTtlSec) {
       const createdAt = now();
       const expiresAt = createdAt + ttlSec * 1000;
-      const value = JSON.stringify(response);
+      const value = encodeAnswer(answer);
       if (Buffer.byteLength(value) > opts.maxEntryBytes) return { hash, stored: false, expiresAt };
       const record = { key: storedKey(namespace, hash), value, createdAt, expiresAt };
       writing.set(record.key, record);

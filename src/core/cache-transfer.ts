@@ -21,7 +21,7 @@
 // validated entries are held in memory until they are written (about the size of the input).
 import { RELAY_ERR_VALIDATION } from '../errors.js';
 import type { CacheRecord, CacheStore } from '../storage/cache-store.js';
-import { type CachedResponse, headerProblem, parseCachedResponse } from './cached-response.js';
+import { type CachedResponse, decodeAnswer, encodeAnswer, fromCachedResponse, headerProblem, toCachedResponse } from './cached-response.js';
 import { parseJsonStrict } from './json-guard.js';
 
 /**
@@ -49,8 +49,9 @@ export interface ImportResult {
 export async function* exportEntries(store: CacheStore, now: () => number = Date.now): AsyncIterable<string> {
   for await (const record of store.entries()) {
     if (record.expiresAt <= now()) continue;
-    const value = parseCachedResponse(record.value);
-    if (!value) continue;
+    const answer = decodeAnswer(record.value);
+    if (!answer) continue;
+    const value = toCachedResponse(answer);
     yield JSON.stringify({ key: record.key, createdAt: record.createdAt, expiresAt: record.expiresAt, value });
   }
 }
@@ -147,28 +148,27 @@ function isEpochMs(n: unknown): n is number {
 }
 
 /**
- * The value as the store keeps it (JSON text). It must pass parseCachedResponse, as every entry the relay
- * reads does; and since an imported entry comes from elsewhere, the fields a replay relies on are checked too.
+ * The value as the store keeps it (cached-response.ts's stored form). Since an imported entry comes from
+ * elsewhere, the fields a replay relies on are checked first.
  */
 function toStoredValue(value: unknown, lineNo: number): string {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw invalid(lineNo, 'value must be a cached response object');
   }
-  let text: string;
-  try {
-    text = JSON.stringify(value);
-  } catch (err) {
-    throw invalid(lineNo, `value cannot be stored (${(err as Error).message})`);
-  }
   const shape = value as Partial<CachedResponse>;
   if (shape.v !== 1 || typeof shape.status !== 'number')
     throw invalid(lineNo, 'value is not a cached response (needs v: 1 and a numeric status)');
-  // Checked on the value as given: parsing it would quietly drop headers that cannot be replayed.
+  // Checked on the value as given: decoding it would quietly drop headers that cannot be replayed.
   const problem = replayProblem(value as CachedResponse);
   if (problem) throw invalid(lineNo, `value.${problem}`);
-  const response = parseCachedResponse(text);
-  if (!response) throw invalid(lineNo, 'value is not a cached response (needs v: 1 and a numeric status)');
-  return text;
+  let answer;
+  try {
+    answer = fromCachedResponse(value as CachedResponse);
+  } catch (err) {
+    throw invalid(lineNo, `value cannot be stored (${(err as Error).message})`);
+  }
+  if (!answer) throw invalid(lineNo, 'value is not a cached response (needs v: 1 and a numeric status)');
+  return encodeAnswer(answer);
 }
 
 function replayProblem(r: CachedResponse): string | undefined {

@@ -1,5 +1,14 @@
 // What a cache entry holds, the same for both paths: an entry saved through /api/cache is served by the
 // proxy, and a proxy entry is visible through /api/cache retrieve (which answers `body`).
+//
+// Stored form (v2): a small JSON head, a newline, then the answer's text exactly as it is replayed — the
+// upstream's JSON text, or its SSE stream. A miss stores what it received without parsing it, and a hit
+// sends the stored text without serializing anything. The body as an object (retrieve, export) is read from
+// that text when asked for. Entries of earlier versions (v1: the JSON below, with the body parsed) are
+// still read, and v1 stays the exchange format of `cache export|import`.
+import { parseSse, readStream } from './sse.js';
+
+/** v1: the exchange format of cache export/import and of the entries of earlier versions. */
 export interface CachedResponse {
   v: 1;
   /** upstream status (always 2xx: nothing else is stored) */
@@ -14,9 +23,31 @@ export interface CachedResponse {
   reportId?: string;
   /** what that exchange cost (entries of earlier versions; a hit otherwise derives it from the body) */
   costUsd?: number | null;
-  /** size and sha256 of the JSON answer as it came from upstream (hit reports reuse them) */
+  /** size and sha256 of the JSON answer as it came from upstream (earlier versions) */
   bodyBytes?: number;
   bodySha256?: string;
+}
+
+/** A cached answer as the relay uses it. */
+export interface StoredAnswer {
+  status: number;
+  headers: Record<string, string>;
+  /** the answer's text as replayed: JSON, or the SSE stream */
+  payload: string;
+  sse: boolean;
+  reportId?: string;
+  costUsd?: number | null;
+  /** the payload's UTF-8, made once and sent by every hit (answerBytes) */
+  bytes?: Buffer;
+}
+
+interface Head {
+  v: 2;
+  status: number;
+  headers: Record<string, string>;
+  sse?: true;
+  reportId?: string;
+  costUsd?: number | null;
 }
 
 export function jsonCachedResponse(body: unknown): CachedResponse {
@@ -37,16 +68,76 @@ export function headerProblem(name: string, value: unknown): string | undefined 
   return undefined;
 }
 
-export function parseCachedResponse(text: string): CachedResponse | undefined {
+/** An entry from elsewhere (an import, another version) must not be able to break the answer. */
+function replayableHeaders(headers: unknown): Record<string, string> | undefined {
+  if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) return undefined;
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) if (!headerProblem(name, value)) out[name] = value as string;
+  return out;
+}
+
+export function encodeAnswer(a: StoredAnswer): string {
+  const head: Head = { v: 2, status: a.status, headers: a.headers };
+  if (a.sse) head.sse = true;
+  if (a.reportId !== undefined) head.reportId = a.reportId;
+  if (a.costUsd !== undefined) head.costUsd = a.costUsd;
+  // JSON.stringify never writes a raw newline: the first one ends the head.
+  return `${JSON.stringify(head)}\n${a.payload}`;
+}
+
+/** The stored entry as an answer, or undefined when it is not one (damaged, or from a future version). */
+export function decodeAnswer(text: string): StoredAnswer | undefined {
   try {
-    const parsed = JSON.parse(text) as Partial<CachedResponse> | null;
-    if (!parsed || parsed.v !== 1 || typeof parsed.status !== 'number') return undefined;
-    if (typeof parsed.headers !== 'object' || parsed.headers === null) return undefined;
-    // An entry from elsewhere (an import, another version) must not be able to break the answer.
-    for (const [name, value] of Object.entries(parsed.headers))
-      if (headerProblem(name, value)) delete (parsed.headers as Record<string, unknown>)[name];
-    return parsed as CachedResponse;
+    if (text.startsWith('{"v":2,')) {
+      const end = text.indexOf('\n');
+      if (end < 0) return undefined;
+      const head = JSON.parse(text.slice(0, end)) as Head;
+      const headers = replayableHeaders(head.headers);
+      if (typeof head.status !== 'number' || !headers) return undefined;
+      const answer: StoredAnswer = { status: head.status, headers, payload: text.slice(end + 1), sse: head.sse === true };
+      if (typeof head.reportId === 'string') answer.reportId = head.reportId;
+      if (head.costUsd !== undefined) answer.costUsd = head.costUsd;
+      return answer;
+    }
+    const v1 = JSON.parse(text) as Partial<CachedResponse> | null;
+    if (!v1 || v1.v !== 1 || typeof v1.status !== 'number') return undefined;
+    return fromCachedResponse(v1 as CachedResponse);
   } catch {
     return undefined;
   }
+}
+
+/** A v1 value (an import, an API save, an entry of an earlier version) as an answer. */
+export function fromCachedResponse(r: CachedResponse): StoredAnswer | undefined {
+  const headers = replayableHeaders(r.headers);
+  if (!headers) return undefined;
+  const sse = typeof r.sse === 'string';
+  const answer: StoredAnswer = { status: r.status, headers, payload: sse ? r.sse! : JSON.stringify(r.body), sse };
+  if (typeof r.reportId === 'string') answer.reportId = r.reportId;
+  if (typeof r.costUsd === 'number' || r.costUsd === null) answer.costUsd = r.costUsd;
+  return answer;
+}
+
+/** The payload as bytes, encoded once per answer: a hit writes them, and its record carries them. */
+export function answerBytes(a: StoredAnswer): Buffer {
+  return (a.bytes ??= Buffer.from(a.payload));
+}
+
+/** The answer's body as an object: the JSON parsed, or a stream assembled (OpenAI / Anthropic; else null). */
+export function answerBody(a: StoredAnswer): unknown {
+  if (a.sse) return readStream(parseSse(a.payload)).body ?? null;
+  try {
+    return JSON.parse(a.payload);
+  } catch {
+    return null;
+  }
+}
+
+/** The v1 exchange format of an answer (cache export). */
+export function toCachedResponse(a: StoredAnswer): CachedResponse {
+  const r: CachedResponse = { v: 1, status: a.status, headers: a.headers, body: answerBody(a) };
+  if (a.sse) r.sse = a.payload;
+  if (a.reportId !== undefined) r.reportId = a.reportId;
+  if (a.costUsd !== undefined) r.costUsd = a.costUsd;
+  return r;
 }

@@ -1,54 +1,34 @@
-// A bounded copy of a response body as it streams past, for the cache entry and the report. Past `limit`
-// bytes the copy is dropped (the answer is still served, just not stored) and only the size is kept.
-import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
-
+// A bounded copy of a response body as it streams past, for the cache entry and the report: the chunks
+// themselves (no copy, no string) until the end, then one buffer. Past `limit` bytes the copy is dropped
+// (the answer is still served, just not stored) and only the size is kept.
 export interface CapturedBody {
   add(chunk: Buffer): void;
-  readonly bytes: number;
-  /** false once the body outgrew the limit */
-  readonly complete: boolean;
+  readonly size: number;
   /** the chunks so far; undefined once the body outgrew the limit */
   readonly parts: readonly Buffer[] | undefined;
-  /** the body as text, decoded from its content-encoding; undefined when over the limit or undecodable */
-  text(contentEncoding: string | undefined): string | undefined;
+  /** the whole body as one buffer; undefined when it outgrew the limit */
+  bytes(): Buffer | undefined;
 }
 
 export function captureBody(limit: number): CapturedBody {
   let chunks: Buffer[] | undefined = [];
-  let bytes = 0;
+  let size = 0;
   return {
     add(chunk) {
-      bytes += chunk.length;
+      size += chunk.length;
       if (!chunks) return;
-      if (bytes > limit) chunks = undefined;
+      if (size > limit) chunks = undefined;
       else chunks.push(chunk);
     },
-    get bytes() {
-      return bytes;
-    },
-    get complete() {
-      return chunks !== undefined;
+    get size() {
+      return size;
     },
     get parts() {
       return chunks;
     },
-    text(contentEncoding) {
+    bytes() {
       if (!chunks) return undefined;
-      const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-      try {
-        return decode(raw, contentEncoding).toString('utf8');
-      } catch {
-        return undefined;
-      }
+      return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
     },
   };
-}
-
-function decode(raw: Buffer, encoding: string | undefined): Buffer {
-  const e = (encoding ?? 'identity').trim().toLowerCase();
-  if (e === 'identity' || e === '') return raw;
-  if (e === 'gzip' || e === 'x-gzip') return gunzipSync(raw);
-  if (e === 'deflate') return inflateSync(raw);
-  if (e === 'br') return brotliDecompressSync(raw);
-  throw new Error(`unsupported content-encoding ${e}`);
 }

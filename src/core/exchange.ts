@@ -1,26 +1,30 @@
 // One proxied call, one way through (STYLE.md): key → namespace → lookup (single flight) → hit: replay;
 // miss: forward upstream, stream back while a bounded copy is kept → on a clean end: store; every
-// outcome: one report. Plain data in, plain data out: no fastify here.
+// outcome: one record for the report worker. Plain data in, plain data out: no fastify here. The event loop
+// does only what the answer needs; the report is built from the record on the report worker.
+import { hash as digest } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import { LRUCache } from 'lru-cache';
 import { RELAY_ERR_CACHE_ONLY_MISS, RELAY_ERR_VALIDATION } from '../errors.js';
-import { dialectOf, errorAnswer, errorFacts } from './error-answer.js';
 import type { UpstreamClient } from '../upstream/upstream-client.js';
-import { proxyKeyObject, storedKey } from './cache-key.js';
+import { proxyKeyObject, storedKey, varyOf } from './cache-key.js';
 import { cachePolicy } from './cache-policy.js';
 import type { CacheHit, CacheService } from './cache-service.js';
-import type { CachedResponse } from './cached-response.js';
+import { type StoredAnswer, answerBytes } from './cached-response.js';
+import { dialectOf, errorAnswer, errorFacts } from './error-answer.js';
+import type { ProxyFacts } from './exchange-record.js';
 import type { LiveAnswer } from './live-answer.js';
 import { uuidv7 } from './ids.js';
 import { decodeUtf8Strict, parseJsonStrict } from './json-guard.js';
 import { NAMESPACE_PATTERN, proxyNamespace } from './namespace.js';
-import { credentialOf, reportFields } from './proxy-headers.js';
-import { type CacheStatus, type ExchangeFacts, knownBody, knownFacts, proxyReport } from './proxy-report.js';
+import { credentialOf, relayHeaderPairs } from './proxy-headers.js';
+import type { CacheStatus } from './proxy-report.js';
 import type { ReportService } from './report-service.js';
 import type { Target } from './routing.js';
 import { createSingleFlight } from './single-flight.js';
 import { type Telemetry, noTelemetry } from './telemetry.js';
 import { forward } from './forward.js';
-import { type Base, type Exchange, type ProxyRequest, type ProxyResponse, exchangeFacts } from './proxy-types.js';
+import type { Base, Exchange, ProxyRequest, ProxyResponse } from './proxy-types.js';
 
 export interface ExchangeLog {
   warn(obj: object, msg: string): void;
@@ -37,9 +41,16 @@ export interface ExchangeOptions {
   cacheScope: 'credential' | 'shared';
   offline: boolean;
   maxJsonDepth: number;
-  defaults: { client: string; clientVersion: string; environment: string };
   telemetry?: Telemetry;
 }
+
+/**
+ * Cache keys of request bodies seen before, by their wire bytes (and everything else the key depends on):
+ * an identical request, the usual case of a hit, is keyed without parsing or canonicalizing its body.
+ */
+const RAW_KEYS = 10_000;
+/** Namespaces of credentials seen before (a credential's namespace is a hash of it). */
+const NAMESPACES = 1_000;
 
 function one(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
@@ -74,75 +85,58 @@ export function cacheOnlyMissMessage(
 }
 
 export function createExchange(opts: ExchangeOptions): Exchange {
-  const inflight = createSingleFlight<CachedResponse, LiveAnswer>();
+  const inflight = createSingleFlight<StoredAnswer, LiveAnswer>();
   const telemetry = opts.telemetry ?? noTelemetry;
+  const rawKeys = new LRUCache<string, string>({ max: RAW_KEYS });
+  const namespaces = new LRUCache<string, string>({ max: NAMESPACES });
 
-  function parseBody(req: ProxyRequest): { ok: boolean; value?: unknown } {
-    if (req.method !== 'POST' || !req.body || req.body.length === 0 || !isJson(one(req.headers['content-type'])))
-      return { ok: false };
-    // A body the strict rules refuse (bad UTF-8, too deep, prototype keys, numbers out of range) is
-    // forwarded untouched: the upstream judges it. It is just not cached, nor parsed into the report.
+  function namespaceOf(explicit: string | undefined, credential: string | undefined): string {
+    if (explicit || opts.cacheScope === 'shared' || !credential) return proxyNamespace(explicit, opts.cacheScope, credential);
+    let ns = namespaces.get(credential);
+    if (ns === undefined) namespaces.set(credential, (ns = proxyNamespace(undefined, opts.cacheScope, credential)));
+    return ns;
+  }
+
+  /** The cache key of a request body, or null when the strict JSON rules refuse it (then it is not cached). */
+  function keyOf(req: ProxyRequest, namespace: string, sha: string): string | null {
+    const raw = `${namespace}\n${req.method} ${req.url}\n${varyOf(req.headers)}\n${sha}`;
+    const known = rawKeys.get(raw);
+    if (known !== undefined) return known;
+    let body: unknown;
     try {
-      return { ok: true, value: parseJsonStrict(decodeUtf8Strict(req.body), opts.maxJsonDepth) };
+      // A body the strict rules refuse (bad UTF-8, too deep, prototype keys, numbers out of range) is
+      // forwarded untouched: the upstream judges it. It is just not cached, nor parsed into the report.
+      body = parseJsonStrict(decodeUtf8Strict(req.body!), opts.maxJsonDepth);
     } catch {
-      return { ok: false };
+      return null;
     }
+    const hash = opts.cache.hash(proxyKeyObject(req.method, req.url, body, req.headers));
+    rawKeys.set(raw, hash);
+    return hash;
   }
 
-  /** The exchange's one report, built and written after the answer (see ReportService.recordLater). */
-  function record(facts: () => ExchangeFacts, id: string): void {
-    opts.reports.recordLater(
-      () => {
-        const f = facts();
-        return { input: proxyReport(f), id, known: knownFacts(f) };
-      },
-      (err: unknown) => opts.log.error({ err, reportId: id }, 'report not written'),
-    );
-  }
-
-  function answer(hit: CacheHit | { response: CachedResponse; createdAt?: number; payload?: string }, status: CacheStatus, base: Base): ProxyResponse {
-    const cached = hit.response;
+  function answer(a: StoredAnswer, status: CacheStatus, base: Base, createdAt?: number): ProxyResponse {
     const endedAt = Date.now();
-    const headers: Record<string, string> = Object.assign({}, cached.headers, base.relayHeaders(status));
-    if (status === 'HIT' && hit.createdAt !== undefined)
-      headers.age = String(Math.max(0, Math.floor((endedAt - hit.createdAt) / 1000)));
+    const headers: Record<string, string> = Object.assign({}, a.headers, base.relayHeaders(status));
+    if (createdAt !== undefined) headers.age = String(Math.max(0, Math.floor((endedAt - createdAt) / 1000)));
     const overheadMs = performance.now() - base.t0;
     headers['server-timing'] = `relay;dur=${overheadMs.toFixed(3)}`;
-    telemetry.exchange({ route: base.route, cacheStatus: status, status: cached.status, overheadMs });
-    record(() => {
-      const facts = exchangeFacts(base, {
-        endedAt,
-        status: cached.status,
-        responseBody: cached.body,
-        streamed: cached.sse !== undefined,
-        cacheStatus: status,
-        outcome: 'complete',
-      });
-      if (cached.bodyBytes !== undefined && cached.bodySha256) facts.responseRaw = { bytes: cached.bodyBytes, sha256: cached.bodySha256 };
-      if (cached.reportId) facts.originReportId = cached.reportId;
-      // Entries written by older versions carry the original cost; otherwise it is derived from the body.
-      if (typeof cached.costUsd === 'number') facts.costSavedUsd = cached.costUsd;
-      return facts;
-    }, base.id);
-    return { status: cached.status, headers, body: hit.payload ?? cached.sse ?? JSON.stringify(cached.body) };
+    telemetry.exchange({ route: base.route, cacheStatus: status, status: a.status, overheadMs });
+    const body = answerBytes(a);
+    const own: Parameters<Base['record']>[0] = { endedAt, status: a.status, cacheStatus: status, outcome: 'complete', streamed: a.sse };
+    if (a.reportId !== undefined) own.originReportId = a.reportId;
+    // Entries written by older versions carry the original cost; otherwise it is derived from the body.
+    if (typeof a.costUsd === 'number') own.costSavedUsd = a.costUsd;
+    base.record(own, body);
+    return { status: a.status, headers, body };
   }
 
   /** A call that joins an identical streamed answer while it runs (see live-answer.ts). */
   function joinLive(live: LiveAnswer, req: ProxyRequest, base: Base): ProxyResponse | undefined {
-    const body = live.join(req.signal, (outcome) => {
-      const endedAt = Date.now();
-      record(() => {
-        const facts = exchangeFacts(base, {
-          endedAt,
-          status: live.status,
-          responseBody: outcome === 'complete' ? live.body() : undefined,
-          streamed: true,
-          cacheStatus: 'COALESCED',
-          outcome,
-        });
-        facts.originReportId = live.reportId;
-        return facts;
-      }, base.id);
+    const body = live.join(req.signal, (outcome, bytes) => {
+      const own: Parameters<Base['record']>[0] = { endedAt: Date.now(), status: live.status, cacheStatus: 'COALESCED', outcome, streamed: true };
+      own.originReportId = live.reportId;
+      base.record(own, outcome === 'complete' ? bytes : undefined);
     });
     if (!body) return undefined;
     const headers: Record<string, string> = Object.assign({}, live.headers, base.relayHeaders('COALESCED'));
@@ -174,7 +168,6 @@ export function createExchange(opts: ExchangeOptions): Exchange {
       if (explicitNs !== undefined && !NAMESPACE_PATTERN.test(explicitNs))
         throw new RELAY_ERR_VALIDATION('headers/x-relay-cache-namespace must match ^[A-Za-z0-9._-]{1,128}$');
 
-      const parsed = parseBody(req);
       const policy = cachePolicy({
         cacheControl: one(req.headers['cache-control']),
         ttlHeader: one(req.headers['x-relay-cache-ttl']),
@@ -182,48 +175,53 @@ export function createExchange(opts: ExchangeOptions): Exchange {
         cacheOnByDefault: opts.cacheOnByDefault,
         offline: opts.offline,
       });
-      const usesCache = parsed.ok && (policy.read || policy.write);
+      const json = req.method === 'POST' && req.body !== undefined && req.body.length > 0 && isJson(one(req.headers['content-type']));
       // Only a call that uses the cache needs its namespace (a hash of the credential, by default) and key.
-      const namespace = usesCache ? proxyNamespace(explicitNs, opts.cacheScope, credentialOf(req.headers)) : '';
-      const hash = usesCache ? opts.cache.hash(proxyKeyObject(req.method, req.url, parsed.value, req.headers)) : null;
+      let namespace = '';
+      let hash: string | null = null;
+      let sha: string | undefined;
+      if (json && (policy.read || policy.write)) {
+        namespace = namespaceOf(explicitNs, credentialOf(req.headers));
+        sha = digest('sha256', req.body!, 'hex');
+        hash = keyOf(req, namespace, sha);
+      }
+      const usesCache = hash !== null;
       const key = hash ? storedKey(namespace, hash) : null;
+      const requestJson: ProxyFacts['requestJson'] = !json ? 'no' : sha === undefined ? 'unchecked' : usesCache ? 'checked' : 'refused';
 
-      // The report's facts are built when first needed: on a miss, after the request went upstream.
-      let facts: Base['facts'] | undefined;
-      const buildFacts = (): Base['facts'] => {
-        const fields = reportFields(req.headers, opts.defaults);
-        const built: Base['facts'] = {
-          method: req.method,
-          url: req.url,
-          upstream: target.origin,
-          startedAt,
-          metadata: fields.metadata,
-          properties: fields.properties,
-          requestBody: parsed.ok ? parsed.value : undefined,
-          cacheEnabled: usesCache,
-          cacheKey: hash,
-        };
-        if (parsed.ok && req.body) built.requestRaw = knownBody(req.body);
-        return built;
-      };
       const base: Base = {
         id,
         t0,
         route: target.prefix || 'default',
-        get facts() {
-          return (facts ??= buildFacts());
-        },
         relayHeaders: (status) => {
           const headers: Record<string, string> = { 'x-relay-cache': status, 'x-relay-report-id': id };
           if (hash) headers['x-relay-cache-key'] = hash;
           return headers;
+        },
+        record(own, response) {
+          const facts: ProxyFacts = Object.assign(
+            {
+              id,
+              startedAt,
+              method: req.method,
+              url: req.url,
+              upstream: target.origin,
+              relayHeaders: relayHeaderPairs(req.headers),
+              cacheEnabled: usesCache,
+              cacheKey: hash,
+              requestJson,
+            },
+            own,
+          );
+          if (sha !== undefined) facts.requestSha256 = sha;
+          opts.reports.recordProxy({ facts, ...(req.body ? { request: req.body } : {}), ...(response ? { response } : {}) });
         },
       };
 
       if (hash && key && policy.read) {
         const hit = await lookup(namespace, hash);
         if (hit && (policy.maxAgeSec === undefined || Date.now() - hit.createdAt <= policy.maxAgeSec * 1000))
-          return answer(hit, 'HIT', base);
+          return answer(hit.answer, 'HIT', base, hit.createdAt);
         const running = inflight.join(key);
         if (running) {
           // A streamed answer is joined from its first event; otherwise (or when it can no longer be
@@ -232,7 +230,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
           const joined = live && joinLive(live, req, base);
           if (joined) return joined;
           const shared = await running.result;
-          if (shared) return answer({ response: shared }, 'COALESCED', base);
+          if (shared) return answer(shared, 'COALESCED', base);
         }
       }
       if (policy.onlyIfCached) {
@@ -240,21 +238,11 @@ export function createExchange(opts: ExchangeOptions): Exchange {
         const err = new RELAY_ERR_CACHE_ONLY_MISS(
           cacheOnlyMissMessage(opts.offline, usesCache ? namespace : undefined, explicitNs !== undefined, opts.cacheScope),
         );
-        const { response, body } = errorAnswer(dialectOf(req.headers, target.origin), errorFacts(err), base.relayHeaders(shown));
+        const { response } = errorAnswer(dialectOf(req.headers, target.origin), errorFacts(err), base.relayHeaders(shown));
         telemetry.exchange({ route: base.route, cacheStatus: shown, status: 504, overheadMs: performance.now() - t0 });
-        const endedAt = Date.now();
-        record(
-          () =>
-            exchangeFacts(base, {
-              endedAt,
-              status: 504,
-              responseBody: body,
-              streamed: false,
-              cacheStatus: shown,
-              outcome: 'cache-only-miss',
-              error: err.message,
-            }),
-          id,
+        base.record(
+          { endedAt: Date.now(), status: 504, cacheStatus: shown, outcome: 'cache-only-miss', streamed: false, error: err.message },
+          Buffer.from(response.body as string),
         );
         return response;
       }
@@ -278,7 +266,6 @@ export function createExchange(opts: ExchangeOptions): Exchange {
                 opts.log.warn({ err }, 'cache write failed');
               });
         },
-        report: (facts) => record(facts, id),
         onFailed: () => flight?.settle(undefined),
         publish: flight?.publish,
         telemetry,

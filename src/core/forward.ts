@@ -1,20 +1,21 @@
-// The miss path: call the upstream, hand its body to the client as it arrives, keep a bounded copy on the
-// side, and when the body ends decide what to store and report. Nothing is stored from an aborted,
-// errored or truncated answer.
+// The miss path: call the upstream, hand its body to the client as it arrives, keep a bounded copy of the
+// chunks on the side, and when the body ends decide what to store and record. Nothing is parsed here: the
+// copy goes to the cache as the text it is, and to the report worker as bytes. Nothing is stored from an
+// aborted, errored or truncated answer, nor from a stream that reports an error.
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { UpstreamClient } from '../upstream/upstream-client.js';
 import { captureBody } from './captured-body.js';
-import { type LiveAnswer, type LiveFeed, createLiveFeed } from './live-answer.js';
-import type { CachedResponse } from './cached-response.js';
+import type { StoredAnswer } from './cached-response.js';
+import { decodeBody } from './content-encoding.js';
 import { dialectOf, errorAnswer, errorFacts } from './error-answer.js';
-import { type Base, ClientGone, type ProxyRequest, type ProxyResponse, exchangeFacts } from './proxy-types.js';
+import { type LiveAnswer, type LiveFeed, createLiveFeed } from './live-answer.js';
+import { type Base, ClientGone, type ProxyRequest, type ProxyResponse } from './proxy-types.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './proxy-headers.js';
-import { type CacheStatus, type ExchangeFacts, type Outcome, knownBody } from './proxy-report.js';
-import type { KnownBody } from './report-derive.js';
+import type { CacheStatus, Outcome } from './proxy-report.js';
 import type { Target } from './routing.js';
-import { parseSse, readStream } from './sse.js';
+import { parseSse, sseOutcome } from './sse.js';
 import type { Telemetry } from './telemetry.js';
 
 export interface ForwardArgs {
@@ -25,13 +26,11 @@ export interface ForwardArgs {
   upstream: UpstreamClient;
   cacheMaxEntryBytes: number;
   /** called once when the body ends: the answer to cache, or undefined when it must not be cached */
-  onStored(cached: CachedResponse | undefined): void;
+  onStored(cached: StoredAnswer | undefined): void;
   /** called when no answer came at all */
   onFailed(): void;
   /** for the leader of a single flight: share a streamed answer with identical calls while it runs */
   publish?: (live: LiveAnswer) => void;
-  /** records the exchange's one report (its facts are built later, off the answer's path) */
-  report(facts: () => ExchangeFacts): void;
   telemetry: Telemetry;
 }
 
@@ -51,26 +50,20 @@ function one(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
+function isJsonType(contentType: string): boolean {
+  const mime = contentType.split(';')[0]!.trim().toLowerCase();
+  return mime === 'application/json' || mime.endsWith('+json');
+}
+
+/**
+ * Whether a complete stream reports an error (then it is not stored). Most streams never contain the word:
+ * only those that do are parsed to find out.
+ */
+function streamReportsError(text: string): boolean {
+  return text.includes('error') && sseOutcome(parseSse(text)).error;
 }
 
 const NO_BODY_METHODS = new Set(['GET', 'HEAD']);
-
-/** The answer's body: an SSE stream assembled (and whether it reports an error), or a JSON body parsed. */
-function readAnswer(text: string | undefined, isSse: boolean): { body: unknown; raw?: KnownBody; error: boolean } {
-  if (text === undefined) return { body: undefined, error: false };
-  if (isSse) {
-    const stream = readStream(parseSse(text));
-    return { body: stream.body, error: stream.error };
-  }
-  const body = parseJson(text);
-  return body === undefined ? { body, error: false } : { body, raw: knownBody(text), error: false };
-}
 
 export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
   const { req, base } = a;
@@ -112,61 +105,39 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
     const endedAt = Date.now();
     if (req.signal.aborted) {
       // The client left before the answer: nobody to answer; the report says so.
-      a.report(() =>
-        exchangeFacts(base, {
-          endedAt,
-          status: 499,
-          responseBody: undefined,
-          streamed: false,
-          cacheStatus: a.status,
-          outcome: 'client-abort',
-          error: (err as Error).message,
-        }),
-      );
+      base.record({ endedAt, status: 499, cacheStatus: a.status, outcome: 'client-abort', streamed: false, error: (err as Error).message });
       throw err;
     }
     // An upstream that could not be reached: the client gets the relay's error in its provider's shape,
     // and the report keeps that very body.
     const facts = errorFacts(err);
-    const { response, body } = errorAnswer(dialectOf(req.headers, a.target.origin), facts, base.relayHeaders(a.status));
-    a.report(() =>
-      exchangeFacts(base, {
-        endedAt,
-        status: facts.statusCode,
-        responseBody: body,
-        streamed: false,
-        cacheStatus: a.status,
-        outcome: 'upstream-error',
-        error: facts.message,
-      }),
+    const { response } = errorAnswer(dialectOf(req.headers, a.target.origin), facts, base.relayHeaders(a.status));
+    base.record(
+      { endedAt, status: facts.statusCode, cacheStatus: a.status, outcome: 'upstream-error', streamed: false, error: facts.message },
+      Buffer.from(response.body as string),
     );
     a.telemetry.exchange({ route: base.route, cacheStatus: a.status, status: facts.statusCode, overheadMs: performance.now() - base.t0 });
     return response;
   }
 
   const headersAt = performance.now();
-  const isSse = String(res.headers['content-type'] ?? '').startsWith('text/event-stream');
+  const contentType = String(res.headers['content-type'] ?? '');
+  const isSse = contentType.startsWith('text/event-stream');
   const ok = res.status >= 200 && res.status < 300;
   const encoding = one(res.headers['content-encoding']);
+  const identity = encoding === undefined || encoding === 'identity';
   const captured = captureBody(a.cacheMaxEntryBytes);
   let finished = false;
   upstreamBody = res.body;
 
-  // What the body says, read once: now when it may be cached, otherwise only when the report is built.
-  let wholeText: string | undefined | null = null;
-  const answerText = (): string | undefined => (wholeText === null ? (wholeText = captured.text(encoding)) : wholeText);
-  let read: { body: unknown; raw?: KnownBody; error: boolean } | undefined;
-  const readBody = (text: string | undefined) => (read ??= readAnswer(text, isSse));
-
   // A streamed answer that may be stored can be joined by identical calls while it runs (encoded ones
   // wait for the stored answer instead: a joiner may not accept that encoding).
   let live: LiveFeed | undefined;
-  if (a.publish && ok && isSse && (encoding === undefined || encoding === 'identity')) {
+  if (a.publish && ok && isSse && identity) {
     live = createLiveFeed({
       status: res.status,
       headers: replayHeaders(res.headers),
       reportId: base.id,
-      body: () => readBody(answerText()).body,
       copy: () => captured.parts,
       maxLagBytes: a.cacheMaxEntryBytes,
       enter: () => void readers++,
@@ -180,34 +151,30 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
     if (finished) return;
     finished = true;
     const endedAt = Date.now();
-    const text = answerText();
+    const bytes = captured.bytes();
     // The upstream answer may have ended for the joiners after this call's own client left.
     const own: Outcome = clientLeft && outcome === 'complete' ? 'client-abort' : outcome;
-    a.report(() => {
-      const { body, raw } = readBody(text);
-      const facts = exchangeFacts(base, {
-        endedAt,
-        status: res.status,
-        responseBody: body,
-        streamed: isSse,
-        cacheStatus: a.status,
-        outcome: own,
-        upstreamMs: Math.round((headersAt - base.t0) * 1000) / 1000,
-      });
-      if (raw) facts.responseRaw = raw;
-      return facts;
-    });
-    let cached: CachedResponse | undefined;
-    if (outcome === 'complete' && ok && text !== undefined && a.status !== 'BYPASS') {
-      const { body, raw, error } = readBody(text);
-      if (!error && (isSse || body !== undefined)) {
-        cached = { v: 1, status: res.status, headers: replayHeaders(res.headers), body: body ?? null, reportId: base.id };
-        if (isSse) cached.sse = text;
-        if (raw) {
-          cached.bodyBytes = raw.bytes;
-          cached.bodySha256 = raw.sha256;
-        }
+    const facts: Parameters<Base['record']>[0] = {
+      endedAt,
+      status: res.status,
+      cacheStatus: a.status,
+      outcome: own,
+      streamed: isSse,
+      upstreamMs: Math.round((headersAt - base.t0) * 1000) / 1000,
+    };
+    if (!identity) facts.encoding = encoding;
+    base.record(facts, bytes);
+    let cached: StoredAnswer | undefined;
+    if (outcome === 'complete' && ok && bytes !== undefined && a.status !== 'BYPASS' && (isSse || isJsonType(contentType))) {
+      // Stored decoded: a hit's client may not accept the upstream's encoding.
+      let payload: string | undefined;
+      try {
+        payload = (identity ? bytes : Buffer.from(decodeBody(bytes, encoding))).toString('utf8');
+      } catch {
+        payload = undefined; // an answer that does not decode is served, not stored
       }
+      if (payload !== undefined && !(isSse && streamReportsError(payload)))
+        cached = { status: res.status, headers: replayHeaders(res.headers), payload, sse: isSse, reportId: base.id };
     }
     a.onStored(cached);
   };

@@ -59,7 +59,7 @@ export function hasNonFinite(value: unknown): boolean {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
-export function decodeUtf8Strict(raw: Buffer): string {
+export function decodeUtf8Strict(raw: Uint8Array): string {
   try {
     return utf8.decode(raw);
   } catch {

@@ -14,13 +14,12 @@ export interface LiveAnswer {
   readonly headers: Record<string, string>;
   /** the report of the call that is being shared */
   readonly reportId: string;
-  /** the answer's body as the reports describe it (an SSE stream assembled); read after it ended */
-  body(): unknown;
   /**
    * The whole answer for one more reader, or undefined when it cannot be joined (it failed, nobody reads
-   * it, its copy outgrew the cache's entry limit, or this caller already left). `onEnd` is called once.
+   * it, its copy outgrew the cache's entry limit, or this caller already left). `onEnd` is called once,
+   * with the whole answer's bytes when it is complete.
    */
-  join(gone: ClientGone, onEnd: (how: JoinEnd) => void): Readable | undefined;
+  join(gone: ClientGone, onEnd: (how: JoinEnd, bytes?: Buffer) => void): Readable | undefined;
 }
 
 /** The leader's side: what the upstream sends, passed on to the joiners. */
@@ -34,7 +33,6 @@ export interface LiveOptions {
   status: number;
   headers: Record<string, string>;
   reportId: string;
-  body(): unknown;
   /** the answer so far; undefined once the copy outgrew its limit */
   copy(): readonly Buffer[] | undefined;
   /** a joiner with more than this many bytes not yet taken by its client is cut off */
@@ -49,12 +47,17 @@ export interface LiveOptions {
 
 interface Joiner {
   out: PassThrough;
-  done(how: JoinEnd): void;
+  done(how: JoinEnd, bytes?: Buffer): void;
 }
 
 export function createLiveFeed(opts: LiveOptions): LiveFeed {
   let state: 'open' | 'ended' | 'failed' = 'open';
   const joiners = new Set<Joiner>();
+  /** the complete answer, for the joiners' reports */
+  const whole = (): Buffer | undefined => {
+    const parts = opts.copy();
+    return parts ? Buffer.concat(parts as Buffer[]) : undefined;
+  };
 
   function drop(j: Joiner, how: JoinEnd): void {
     joiners.delete(j);
@@ -66,7 +69,6 @@ export function createLiveFeed(opts: LiveOptions): LiveFeed {
     status: opts.status,
     headers: opts.headers,
     reportId: opts.reportId,
-    body: opts.body,
 
     join(gone, onEnd) {
       // (a caller that left while it waited for the answer to start is not a reader either)
@@ -76,14 +78,14 @@ export function createLiveFeed(opts: LiveOptions): LiveFeed {
       const out = new PassThrough();
       for (const part of parts) out.write(part);
       let finished = false;
-      const done = (how: JoinEnd): void => {
+      const done = (how: JoinEnd, bytes?: Buffer): void => {
         if (finished) return;
         finished = true;
-        onEnd(how);
+        onEnd(how, bytes);
       };
       if (state === 'ended') {
         out.end();
-        done('complete');
+        done('complete', whole());
         return out;
       }
       const j: Joiner = { out, done };
@@ -109,9 +111,10 @@ export function createLiveFeed(opts: LiveOptions): LiveFeed {
 
     end() {
       state = 'ended';
+      const bytes = joiners.size > 0 ? whole() : undefined;
       for (const j of joiners) {
         j.out.end();
-        j.done('complete');
+        j.done('complete', bytes);
       }
       joiners.clear();
     },

@@ -87,3 +87,24 @@ export function reportFields(
   }
   return { metadata, properties };
 }
+
+/** The request headers a report is built from (metadata and properties), as [name, value] pairs. */
+export function relayHeaderPairs(headers: IncomingHttpHeaders): string[][] {
+  const out: string[][] = [];
+  for (const name in headers) {
+    if (name.length < 9 || !name.startsWith('x-relay-')) continue;
+    const value = one(headers[name]);
+    if (value !== undefined && (REPORT_HEADERS.has(name) || name.startsWith('x-relay-property-'))) out.push([name, value]);
+  }
+  return out;
+}
+
+/** The x-relay-* headers that become report metadata or properties (x-relay-token is never among them). */
+const REPORT_HEADERS = new Set([
+  'x-relay-client',
+  'x-relay-client-version',
+  'x-relay-environment',
+  'x-relay-prompt-id',
+  'x-relay-user-id',
+  'x-relay-trace-id',
+]);

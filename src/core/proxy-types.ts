@@ -2,10 +2,11 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { CachedResponse } from './cached-response.js';
+import type { StoredAnswer } from './cached-response.js';
 import type { RelayErrorFacts } from './error-answer.js';
 import type { LiveAnswer } from './live-answer.js';
-import type { CacheStatus, ExchangeFacts } from './proxy-report.js';
+import type { ProxyFacts } from './exchange-record.js';
+import type { CacheStatus } from './proxy-report.js';
 import type { SingleFlight } from './single-flight.js';
 
 export interface ProxyRequest {
@@ -35,7 +36,7 @@ export class ClientGone extends EventEmitter {
 export interface ProxyResponse {
   status: number;
   headers: Record<string, string | string[]>;
-  body: Readable | string;
+  body: Readable | string | Buffer;
   /** set when the relay made this answer itself (an error in the provider's shape, see error-answer.ts) */
   relayError?: RelayErrorFacts;
 }
@@ -43,24 +44,20 @@ export interface ProxyResponse {
 /** What every report and answer of one exchange shares. */
 export interface Base {
   id: string;
+  /** performance.now() at arrival */
   t0: number;
   /** `default` or the named route's prefix */
   route: string;
-  facts: Omit<ExchangeFacts, 'endedAt' | 'status' | 'responseBody' | 'streamed' | 'cacheStatus' | 'outcome'>;
   relayHeaders(status: CacheStatus): Record<string, string>;
+  /** hands the exchange's one record to the report service (its report is built on the report worker) */
+  record(own: OwnFacts, response?: Uint8Array): void;
 }
 
-type OwnFacts = Omit<ExchangeFacts, keyof Base['facts']>;
-
-/**
- * The facts of one outcome: the exchange's shared facts plus the outcome's own. Object.assign rather than
- * a spread with more properties after it, which V8 builds by a slow path (µs per object, on every call).
- */
-export function exchangeFacts(base: Base, own: OwnFacts & Partial<ExchangeFacts>): ExchangeFacts {
-  return Object.assign({}, base.facts, own);
-}
+/** The facts of one outcome; the rest of a record's facts are the exchange's own. */
+export type OwnFacts = Pick<ProxyFacts, 'endedAt' | 'status' | 'cacheStatus' | 'outcome' | 'streamed'> &
+  Partial<Pick<ProxyFacts, 'originReportId' | 'costSavedUsd' | 'upstreamMs' | 'error' | 'encoding'>>;
 
 export interface Exchange {
   handle(req: ProxyRequest): Promise<ProxyResponse>;
-  readonly inflight: SingleFlight<CachedResponse, LiveAnswer>;
+  readonly inflight: SingleFlight<StoredAnswer, LiveAnswer>;
 }

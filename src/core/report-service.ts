@@ -1,125 +1,139 @@
-// The one report service: derive, then write through the group-commit writer. Both the direct API and
-// the proxy record through here.
+// The one report service, on the event loop: both the direct API and the proxy record through here, and
+// reads go to the report store from here. Recording is a hand-over: records are batched and sent to the
+// report worker (report-sink.ts on its thread), which derives, stores and commits them. A proxied call's
+// record waits for a quiet moment (3 ms after the last answer of a burst, at most 50 ms); a direct-API
+// report goes at the end of the current turn of the event loop, and its promise resolves once it is
+// durable, with the stored report's JSON.
 import { RELAY_ERR_REPORTS_UNAVAILABLE, StoreUnavailableError } from '../errors.js';
 import { createQuietTimer } from '../quiet-timer.js';
-import type {
-  ReportFilter,
-  ReportPage,
-  ReportQuery,
-  ReportStore,
-  StatsGroupBy,
-  StatsResult,
-  StoredReport,
-} from '../storage/report-store.js';
-import type { OutboxFile } from '../storage/outbox-file.js';
-import { uuidv7 } from './ids.js';
-import type { PriceTable } from './pricing.js';
-import { type KnownBody, type ReportInput, deriveReport } from './report-derive.js';
-import { type ReportWriter, createReportWriter } from './report-writer.js';
+import type { ReportFilter, ReportPage, ReportQuery, ReportStore, StatsGroupBy, StatsResult, StoredReport } from '../storage/report-store.js';
+import { type ApiRecord, type ProxyRecord, type RecordBatch, encodeBatch } from './exchange-record.js';
+import type { ApiOutcome } from './report-sink.js';
 
-export interface ReportServiceOptions {
-  store: ReportStore;
-  prices: PriceTable;
-  flushMs: number;
-  batchMax: number;
-  /** bodies above this are cut and marked truncated */
-  maxBodyBytes: number;
-  outbox?: OutboxFile;
-  outboxRetryMs?: number;
-  onStoreError?: (err: unknown) => void;
-  onQuarantined?: (count: number) => void;
-  now?: () => number;
+/** What the writer side says about itself, for /metrics and /readyz. */
+export interface WriterCounters {
+  /** reports handed over and not yet written */
+  pending: number;
+  /** reports the store has taken (directly or from the outbox) */
+  written: number;
+  /** reports neither the store nor the outbox took */
+  dropped: number;
+  /** reports waiting in the outbox */
+  outboxDepth: number;
 }
 
-/** What the proxy hands recordLater, built only when the report is written. */
-export interface LaterReport {
-  input: ReportInput;
-  id: string;
-  known: { request?: KnownBody; response?: KnownBody };
+/** The report worker, as the event loop sees it (report-thread.ts; in tests it may run in process). */
+export interface ReportPort {
+  /** Hands a batch over (its buffer is transferred); resolves with its API reports' outcomes. */
+  send(batch: RecordBatch): Promise<ApiOutcome[]>;
+  /** Resolves when everything sent before is written (or failed). */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+  readonly counters: WriterCounters;
+}
+
+export interface ReportServiceOptions {
+  port: ReportPort;
+  /** the store reads go to (the worker writes to the same one) */
+  store: ReportStore;
+  /** most records in one batch */
+  batchMax: number;
 }
 
 export interface ReportService {
-  /** Resolves with the stored report once it is durable. */
-  record(input: ReportInput): Promise<StoredReport>;
-  /** Derives the stored report now (the proxy needs its cost before the entry is cached), id optional. */
-  prepare(input: ReportInput, id?: string, known?: { request?: KnownBody; response?: KnownBody }): StoredReport;
-  /** Writes a prepared report; resolves once it is durable. */
-  commit(report: StoredReport): Promise<void>;
-  /**
-   * Builds, derives and writes a report a moment later, off the path of the answer and of the next request
-   * (the proxy's reports are never awaited by a client). flush() waits for these too. Failures go to `onError`.
-   */
-  recordLater(build: () => LaterReport, onError: (err: unknown) => void): void;
+  /** Hands a proxied exchange's record over; its report is written a moment later. */
+  recordProxy(record: ProxyRecord): void;
+  /** A direct-API report (its validated JSON text): resolves with the stored report's JSON once durable. */
+  recordApi(record: ApiRecord): Promise<string>;
   get(id: string): Promise<StoredReport | undefined>;
   list(query: ReportQuery): Promise<ReportPage>;
   stats(filter: ReportFilter, groupBy?: StatsGroupBy): Promise<StatsResult>;
+  /** Hands everything over and waits until it is written. */
   flush(): Promise<void>;
-  /** flush, then stop the outbox delivery loop */
+  /** flush, then stop the worker */
   close(): Promise<void>;
-  readonly writer: ReportWriter;
-  readonly prices: PriceTable;
+  readonly counters: WriterCounters;
+}
+
+interface WaitingApi {
+  record: ApiRecord;
+  resolve(text: string): void;
+  reject(err: unknown): void;
 }
 
 export function createReportService(opts: ReportServiceOptions): ReportService {
-  const now = opts.now ?? Date.now;
-  const writer = createReportWriter({
-    store: opts.store,
-    flushMs: opts.flushMs,
-    batchMax: opts.batchMax,
-    retryMs: opts.outboxRetryMs ?? 1000,
-    ...(opts.outbox ? { outbox: opts.outbox } : {}),
-    ...(opts.onStoreError ? { onStoreError: opts.onStoreError } : {}),
-    ...(opts.onQuarantined ? { onQuarantined: opts.onQuarantined } : {}),
-  });
+  const { port } = opts;
+  let proxy: ProxyRecord[] = [];
+  let api: WaitingApi[] = [];
+  let immediate: NodeJS.Immediate | undefined;
+  let inFlight = 0;
+  let closed = false;
 
-  const prepare: ReportService['prepare'] = (input, id, known) => {
-    const t = now();
-    const ids = { id: id ?? uuidv7(t), receivedAt: new Date(t).toISOString() };
-    return deriveReport(input, ids, opts.prices, opts.maxBodyBytes, known);
-  };
-  const commit = (report: StoredReport): Promise<void> => unavailableAs503(writer.write(report));
-
-  // Reports scheduled by recordLater and not yet handed to the writer: built together, in a quiet moment.
-  let later: Array<{ build: () => LaterReport; onError: (err: unknown) => void }> = [];
-  const runLater = (): void => {
+  function send(): void {
     quiet.cancel();
-    const batch = later;
-    later = [];
-    for (const { build, onError } of batch) {
-      try {
-        const { input, id, known } = build();
-        commit(prepare(input, id, known)).catch(onError);
-      } catch (err) {
-        onError(err);
-      }
+    if (immediate) {
+      clearImmediate(immediate);
+      immediate = undefined;
     }
-  };
-  const quiet = createQuietTimer(runLater);
+    if (proxy.length === 0 && api.length === 0) return;
+    const records = proxy;
+    const waiting = api;
+    proxy = [];
+    api = [];
+    inFlight += records.length + waiting.length;
+    port.send(encodeBatch(records, waiting.map((w) => w.record))).then(
+      (outcomes) => {
+        inFlight -= records.length + waiting.length;
+        waiting.forEach((w, i) => {
+          const outcome = outcomes[i];
+          if (outcome?.ok) w.resolve(outcome.text);
+          else if (outcome) w.reject(Object.assign(new Error(outcome.message), { statusCode: outcome.statusCode, code: outcome.code }));
+          else w.reject(new RELAY_ERR_REPORTS_UNAVAILABLE('the report worker gave no answer'));
+        });
+      },
+      (err: unknown) => {
+        inFlight -= records.length + waiting.length;
+        const e = new RELAY_ERR_REPORTS_UNAVAILABLE(err instanceof Error ? err.message : String(err), { cause: err });
+        for (const w of waiting) w.reject(e);
+      },
+    );
+  }
+  const quiet = createQuietTimer(send);
 
   return {
-    writer,
-    prices: opts.prices,
-    prepare,
-    commit,
-    async record(input) {
-      const report = prepare(input);
-      await commit(report);
-      return report;
+    recordProxy(record) {
+      if (closed) return;
+      proxy.push(record);
+      if (proxy.length >= opts.batchMax) send();
+      else if (!immediate) quiet.poke();
     },
-    recordLater(build, onError) {
-      later.push({ build, onError });
-      quiet.poke();
+    recordApi(record) {
+      return new Promise<string>((resolve, reject) => {
+        if (closed) {
+          reject(new RELAY_ERR_REPORTS_UNAVAILABLE('the relay is shutting down'));
+          return;
+        }
+        api.push({ record, resolve, reject });
+        // The client waits for this one: it goes at the end of this turn, with whatever else is waiting.
+        if (api.length + proxy.length >= opts.batchMax) send();
+        else immediate ??= setImmediate(send);
+      });
     },
     get: (id) => unavailableAs503(opts.store.get(id)),
     list: (query) => unavailableAs503(opts.store.list(query)),
     stats: (filter, groupBy) => unavailableAs503(opts.store.stats(filter, groupBy)),
     async flush() {
-      if (later.length > 0) runLater();
-      await writer.flush();
+      send();
+      await port.flush();
     },
     async close() {
       await this.flush();
-      await writer.close();
+      closed = true;
+      await port.close();
+    },
+    get counters() {
+      const c = port.counters;
+      return { ...c, pending: c.pending + inFlight + proxy.length + api.length };
     },
   };
 }

@@ -20,7 +20,11 @@ export interface ReportWriterOptions {
 }
 
 export interface ReportWriter {
-  write(report: StoredReport): Promise<void>;
+  /**
+   * Resolves once the report is written. `durable` (a direct-API report, acknowledged with a 201): its batch
+   * commits with an fsync; the others (proxied calls, acknowledged to nobody) may ride on the next one.
+   */
+  write(report: StoredReport, durable?: boolean): Promise<void>;
   /** Resolves when everything queued before the call is written (or failed). */
   flush(): Promise<void>;
   /** Stops the delivery loop; what is left in the outbox is delivered at the next start. */
@@ -39,6 +43,7 @@ export interface ReportWriter {
 
 interface Waiting {
   report: StoredReport;
+  durable: boolean;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -68,10 +73,10 @@ export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
     }, opts.flushMs);
   }
 
-  async function writeBatch(reports: StoredReport[]): Promise<void> {
+  async function writeBatch(reports: StoredReport[], durable: boolean): Promise<void> {
     if (!outbox || outbox.depth === 0) {
       try {
-        await store.insertMany(reports);
+        await store.insertMany(reports, { durable });
         written += reports.length;
         return;
       } catch (err) {
@@ -92,7 +97,10 @@ export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
     while (queue.length > 0 && !inFlight) {
       const batch = queue.slice(0, opts.batchMax);
       queue = queue.slice(batch.length);
-      inFlight = writeBatch(batch.map((w) => w.report)).then(
+      inFlight = writeBatch(
+        batch.map((w) => w.report),
+        batch.some((w) => w.durable),
+      ).then(
         () => {
           for (const w of batch) w.resolve();
         },
@@ -177,9 +185,9 @@ export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
   if (outbox && outbox.depth > 0) startDelivery();
 
   return {
-    write(report) {
+    write(report, durable = true) {
       return new Promise<void>((resolve, reject) => {
-        queue.push({ report, resolve, reject });
+        queue.push({ report, durable, resolve, reject });
         schedule();
       });
     },

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { RELAY_ERR_ENTRY_TOO_LARGE } from '../errors.js';
 import type { CacheService } from '../core/cache-service.js';
-import { jsonCachedResponse } from '../core/cached-response.js';
+import { answerBody, fromCachedResponse, jsonCachedResponse } from '../core/cached-response.js';
 import { apiNamespace } from '../core/namespace.js';
 import { errorBody } from './error-handler.js';
 import { CacheHeaders, ErrorBody, RetrieveBody, RetrieveHit, SaveBody, SaveReply } from './schemas.js';
@@ -28,7 +28,7 @@ export const cacheRoutes: FastifyPluginAsyncTypebox<CacheRoutesOptions> = async 
       const namespace = apiNamespace(h['x-relay-cache-namespace'], h['x-pezzo-project-id']);
       const ttl = h['x-relay-cache-ttl'] === undefined ? undefined : Math.max(1, Number(h['x-relay-cache-ttl']));
       const hash = cache.hash(request.body.request);
-      const saved = await cache.save(namespace, hash, jsonCachedResponse(request.body.response), ttl);
+      const saved = await cache.save(namespace, hash, fromCachedResponse(jsonCachedResponse(request.body.response))!, ttl);
       if (!saved.stored) throw new RELAY_ERR_ENTRY_TOO_LARGE(cache.maxEntryBytes);
       return reply.code(201).send({ hash, exp: new Date(saved.expiresAt).toISOString() });
     },
@@ -53,7 +53,7 @@ export const cacheRoutes: FastifyPluginAsyncTypebox<CacheRoutesOptions> = async 
       const namespace = apiNamespace(h['x-relay-cache-namespace'], h['x-pezzo-project-id']);
       const hash = cache.hash(request.body.request);
       const hit = await cache.lookup(namespace, hash);
-      if (hit) return { hit: true, data: hit.response.body };
+      if (hit) return { hit: true, data: answerBody(hit.answer) };
       // The Pezzo client throws on any non-2xx, so it is told about a miss with a 200.
       if (h['x-pezzo-api-key'] !== undefined) return { hit: false, data: null };
       return reply

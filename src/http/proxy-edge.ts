@@ -75,8 +75,8 @@ export function createProxyEdge(opts: ProxyEdgeOptions): ProxyEdge {
     const body = out.body;
     line.cacheStatus = out.headers['x-relay-cache'];
     if (out.relayError && opts.closing()) out.headers.connection = 'close';
-    if (typeof body === 'string') {
-      out.headers['content-length'] = String(Buffer.byteLength(body));
+    if (typeof body === 'string' || Buffer.isBuffer(body)) {
+      out.headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.length);
       res.writeHead(out.status, out.headers);
       res.end(body);
       return;
@@ -130,7 +130,7 @@ export function createProxyEdge(opts: ProxyEdgeOptions): ProxyEdge {
       answer(res, line, out);
     } catch (err) {
       // A header the upstream sent that Node will not write (an invalid character): a bug-class answer.
-      if (typeof out.body !== 'string') out.body.destroy();
+      if (typeof out.body !== 'string' && !Buffer.isBuffer(out.body)) out.body.destroy();
       if (!res.headersSent) answerError(req, res, line, err);
       else res.destroy(err as Error);
     }

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { type Static, Type } from 'typebox';
 import { RELAY_ERR_NOT_FOUND, RELAY_ERR_VALIDATION } from '../errors.js';
-import type { ReportInput } from '../core/report-derive.js';
+import { uuidv7 } from '../core/ids.js';
 import type { ReportService } from '../core/report-service.js';
 import type { ReportFilter, ReportPage, ReportQuery } from '../storage/report-store.js';
 import {
@@ -27,6 +27,9 @@ const PROPERTY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 /** The schema of one line, for the docs; the handler sends a stream of such lines. */
 const NdjsonLines = Type.Unsafe<Readable>(StoredReportBody);
 
+/** The reply is JSON text already. */
+const passThrough = (text: unknown): string => text as string;
+
 /** Reports per store read while exporting: memory holds one page, whatever the export's size. */
 const EXPORT_PAGE_SIZE = 500;
 
@@ -43,8 +46,11 @@ export const reportingRoutes: FastifyPluginAsyncTypebox<ReportingRoutesOptions> 
       },
     },
     async (request, reply) => {
-      const stored = await reports.record(request.body as ReportInput);
-      return reply.code(201).send(stored);
+      // Validated here (the schema above); derived, stored and made durable on the report worker, which
+      // answers with the stored report's JSON.
+      const receivedAt = Date.now();
+      const text = await reports.recordApi({ id: uuidv7(receivedAt), receivedAt, body: request.rawBody! });
+      return reply.code(201).type('application/json; charset=utf-8').serializer(passThrough).send(text as never);
     },
   );
 

@@ -103,7 +103,7 @@ export interface ReportStore {
    * Writes a batch in one transaction and resolves only when it is durable. Idempotent by id: a report
    * whose id is already stored is left as it is (so an outbox can deliver at least once, stored exactly once).
    */
-  insertMany(reports: StoredReport[]): Promise<void>;
+  insertMany(reports: StoredReport[], opts?: { durable?: boolean }): Promise<void>;
   get(id: string): Promise<StoredReport | undefined>;
   /** Newest first by request.timestamp, then id. Rejects with RELAY_ERR_INVALID_CURSOR on a bad cursor. */
   list(query: ReportQuery): Promise<ReportPage>;

@@ -57,7 +57,7 @@ interface Fixture {
   /** reported as a proxied exchange (the `proxy` object the proxy writes, posted like any unknown field) */
   path?: string;
   outcome?: 'complete' | 'stream-error';
-  /** usage the relay estimated (a streamed answer without usage): written through the report service */
+  /** a streamed answer without usage, whose tokens the relay estimates (texts chosen to count 12 in, 40 out) */
   estimated?: boolean;
 }
 
@@ -78,7 +78,13 @@ const FIXTURES: Fixture[] = [
   { at: '2025-01-03T12:00:00.000Z', ms: 800, env: 'dev', model: 'gpt-4o-mini', tokens: [12, 40], team: 'ads', path: '/v1/chat/completions', estimated: true },
 ];
 
+/** o200k counts these as 5 and 40 tokens; with OpenAI's message overhead the request is 12 (token-estimate.ts). */
+const ESTIMATED_QUESTION = 'Count my tokens please.';
+const ESTIMATED_ANSWER =
+  'The relay counted these tokens itself, because the stream carried no usage. Every streamed answer without usage gets an estimate like this one, marked with a tilde in the table and in the report view.';
+
 function requestBody(f: Fixture, i: number) {
+  if (f.estimated) return { model: f.model, stream: true, messages: [{ role: 'user', content: ESTIMATED_QUESTION }] };
   return {
     model: f.model,
     max_tokens: 512,
@@ -93,7 +99,7 @@ function responseBody(f: Fixture, i: number) {
   // what a cut or usage-less stream assembles to: the text so far, no usage
   if (f.outcome === 'stream-error' || f.estimated)
     return { id: `chatcmpl-${i}`, object: 'chat.completion', model: f.model,
-      choices: [{ index: 0, message: { role: 'assistant', content: text.slice(0, f.estimated ? undefined : 40) }, finish_reason: f.estimated ? 'stop' : null }] };
+      choices: [{ index: 0, message: { role: 'assistant', content: f.estimated ? ESTIMATED_ANSWER : text.slice(0, 40) }, finish_reason: f.estimated ? 'stop' : null }] };
   const [input, output] = f.tokens!;
   if (f.anthropic)
     return { id: `msg_${i}`, type: 'message', role: 'assistant', model: f.model, content: [{ type: 'text', text }],
@@ -107,7 +113,12 @@ function reportOf(f: Fixture, i: number) {
   return {
     metadata: { client: 'dash-test', clientVersion: '1.0.0', environment: f.env, promptId: `prompt-${i}` },
     request: { timestamp: f.at, body: requestBody(f, i) },
-    response: { timestamp: new Date(Date.parse(f.at) + f.ms).toISOString(), status: f.status ?? 200, body: responseBody(f, i) },
+    response: {
+      timestamp: new Date(Date.parse(f.at) + f.ms).toISOString(),
+      status: f.status ?? 200,
+      body: responseBody(f, i),
+      ...(f.estimated ? { streamed: true } : {}),
+    },
     properties: { team: f.team },
     cacheEnabled: true,
     cacheHit: f.hit === true,
@@ -118,18 +129,9 @@ function reportOf(f: Fixture, i: number) {
   };
 }
 
-/**
- * Stores a fixture and returns its id: through the direct API, or, for estimated usage (which the API
- * derives from the body and cannot be told), through the relay's report service as the proxy would.
- */
+/** Stores a fixture through the direct API and returns its id. */
 async function store(relay: TestRelay, f: Fixture, i: number): Promise<string> {
-  if (!f.estimated) return (await postReport(relay.url, reportOf(f, i))).id;
-  const report = relay.reports.prepare(reportOf(f, i) as Parameters<TestRelay['reports']['prepare']>[0]);
-  const [input, output] = f.tokens!;
-  report.usage = { inputTokens: input, outputTokens: output, totalTokens: input + output, estimated: true };
-  report.costUsd = relay.reports.prices.cost(f.model, report.usage);
-  await relay.reports.commit(report);
-  return report.id;
+  return (await postReport(relay.url, reportOf(f, i))).id;
 }
 
 async function postReport(url: string, report: unknown, headers: Record<string, string> = {}): Promise<any> {

@@ -105,8 +105,8 @@ describe('PostgreSQL dies under load', () => {
     stop = true;
     await load;
     // Every acknowledged report and every proxied exchange is in PostgreSQL once the outbox drained.
-    for (let i = 0; i < 100 && relay.reports.writer.outboxDepth > 0; i++) await sleep(100);
-    expect(relay.reports.writer.outboxDepth).toBe(0);
+    for (let i = 0; i < 100 && relay.reports.counters.outboxDepth > 0; i++) await sleep(100);
+    expect(relay.reports.counters.outboxDepth).toBe(0);
     await relay.reports.flush();
     const db = new pg.Client({ connectionString: DATABASE_URL });
     await db.connect();
@@ -121,6 +121,6 @@ describe('PostgreSQL dies under load', () => {
       await db.end();
     }
     expect(acknowledged.length).toBe(sent);
-    expect(relay.reports.writer.dropped).toBe(0);
+    expect(relay.reports.counters.dropped).toBe(0);
   });
 });

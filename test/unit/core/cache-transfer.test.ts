@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { exportEntries, importEntries, ndjsonLines, splitNdjson } from '../../../src/core/cache-transfer.js';
-import { jsonCachedResponse } from '../../../src/core/cached-response.js';
+import { decodeAnswer, encodeAnswer, fromCachedResponse, jsonCachedResponse } from '../../../src/core/cached-response.js';
 import type { CacheRecord, CacheStore } from '../../../src/storage/cache-store.js';
 import { createMemoryCacheStore } from '../../../src/storage/memory-cache-store.js';
 
@@ -15,7 +15,8 @@ const sseValue = {
   v: 1,
   status: 200,
   headers: { 'content-type': 'text/event-stream' },
-  body: { id: 'chatcmpl-2', choices: [] },
+  // what the relay assembles from this stream (it names no chat.completion chunk): null
+  body: null,
   sse: 'data: {"id":"chatcmpl-2"}\n\ndata: [DONE]\n\n',
   reportId: 'r-1',
   costUsd: 0.0012,
@@ -40,8 +41,9 @@ async function* asAsync<T>(items: T[]): AsyncIterable<T> {
   yield* items;
 }
 
-function byKey(records: CacheRecord[]): CacheRecord[] {
-  return [...records].sort((a, b) => a.key.localeCompare(b.key));
+/** Records by key, their values as the answers they hold (a store keeps them in its own stored form). */
+function byKey(records: CacheRecord[]) {
+  return [...records].sort((a, b) => a.key.localeCompare(b.key)).map((r) => ({ ...r, value: decodeAnswer(r.value) }));
 }
 
 function line(fields: Record<string, unknown>): string {
@@ -115,7 +117,7 @@ describe('exportEntries / importEntries', () => {
     expect(await importEntries(s, lines, c.now)).toEqual({ imported: 2, skipped: 0 });
     expect(await s.get(`ci:${HASH_A}`)).toEqual({
       key: `ci:${HASH_A}`,
-      value: JSON.stringify(jsonValue),
+      value: encodeAnswer(fromCachedResponse(jsonValue)!),
       createdAt: T0 - 5,
       expiresAt: T0 + HOUR,
     });

@@ -1,105 +1,148 @@
-// recordLater: the proxy's reports are built and written in a quiet moment after a burst of answers, never
-// later than a bounded delay however busy the relay is, and flush() writes whatever is still waiting.
+// The report service on the event loop hands records over in batches: a proxied call's in a quiet moment
+// after a burst of answers (never much later than 50 ms, however busy the relay is), a direct-API report at
+// the end of the turn, resolved with the worker's answer once durable. flush() hands over what waits.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createPriceTable } from '../../../src/core/pricing.js';
-import type { ReportInput } from '../../../src/core/report-derive.js';
-import { createReportService } from '../../../src/core/report-service.js';
-import type { ReportStore, StoredReport } from '../../../src/storage/report-store.js';
+import { type ApiRecord, type ProxyRecord, type RecordBatch, decodeBatch } from '../../../src/core/exchange-record.js';
+import { type ReportPort, createReportService } from '../../../src/core/report-service.js';
+import type { ApiOutcome } from '../../../src/core/report-sink.js';
+import type { ReportStore } from '../../../src/storage/report-store.js';
 
-function memoryStore() {
-  const rows: StoredReport[] = [];
-  const store = {
-    kind: 'test',
-    async insertMany(reports: StoredReport[]) {
-      rows.push(...reports);
-    },
-  } as unknown as ReportStore;
-  return { store, rows };
-}
-
-function input(i: number): ReportInput {
+function proxyRecord(i: number): ProxyRecord {
   return {
-    metadata: { client: 'test', clientVersion: '1', environment: 'test' },
-    request: { timestamp: new Date(1_700_000_000_000 + i).toISOString(), body: { i } },
-    response: { timestamp: new Date(1_700_000_000_001 + i).toISOString(), status: 200, body: { ok: i } },
-    properties: {},
-    cacheEnabled: true,
-    cacheHit: false,
-  } as ReportInput;
+    facts: {
+      id: `r-${i}`,
+      startedAt: 1_700_000_000_000 + i,
+      endedAt: 1_700_000_000_001 + i,
+      status: 200,
+      cacheStatus: 'MISS',
+      outcome: 'complete',
+      method: 'POST',
+      url: '/v1/chat/completions',
+      upstream: 'http://up',
+      relayHeaders: [],
+      cacheEnabled: true,
+      cacheKey: null,
+      streamed: false,
+      requestJson: 'checked',
+    },
+    request: Buffer.from(JSON.stringify({ i })),
+    response: Buffer.from(JSON.stringify({ ok: i })),
+  };
 }
 
-function service() {
-  const s = memoryStore();
-  const errors: unknown[] = [];
-  const reports = createReportService({ store: s.store, prices: createPriceTable({}), flushMs: 0, batchMax: 500, maxBodyBytes: 65_536 });
-  let built = 0;
-  const later = (i: number) =>
-    reports.recordLater(
-      () => {
-        built++;
-        return { input: input(i), id: `r-${i}`, known: {} };
-      },
-      (err) => errors.push(err),
-    );
-  return { reports, rows: s.rows, errors, later, built: () => built };
+function apiRecord(i: number): ApiRecord {
+  return { id: `a-${i}`, receivedAt: 1_700_000_000_000, body: Buffer.from(JSON.stringify({ n: i })) };
+}
+
+/** A port that keeps what it was sent; API reports are answered with their own body, or as `answer` says. */
+function fakePort(answer?: (r: ApiRecord) => ApiOutcome) {
+  const batches: { proxy: ProxyRecord[]; api: ApiRecord[] }[] = [];
+  let flushed = 0;
+  let fail: Error | undefined;
+  const port: ReportPort = {
+    async send(batch: RecordBatch) {
+      if (fail) throw fail;
+      const decoded = decodeBatch(batch);
+      batches.push(decoded);
+      return decoded.api.map((r) => answer?.(r) ?? { ok: true, text: Buffer.from(r.body).toString() });
+    },
+    async flush() {
+      flushed++;
+    },
+    async close() {},
+    counters: { pending: 0, written: 0, dropped: 0, outboxDepth: 0 },
+  };
+  return {
+    port,
+    batches,
+    proxyIds: () => batches.flatMap((b) => b.proxy.map((r) => r.facts.id)),
+    get flushed() {
+      return flushed;
+    },
+    failWith(err: Error) {
+      fail = err;
+    },
+  };
+}
+
+function service(answer?: (r: ApiRecord) => ApiOutcome) {
+  const p = fakePort(answer);
+  const reports = createReportService({ port: p.port, store: {} as ReportStore, batchMax: 500 });
+  return { p, reports };
 }
 
 afterEach(() => {
   vi.useRealTimers();
 });
 
-describe('report service: recordLater', () => {
-  it('builds nothing while answers keep coming, then all of them once it is quiet', async () => {
+describe('report service: proxied calls', () => {
+  it('hands nothing over while answers keep coming, then all of them in one batch once it is quiet', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'performance', 'Date'] });
-    const s = service();
+    const { p, reports } = service();
     for (let i = 0; i < 20; i++) {
-      s.later(i);
+      reports.recordProxy(proxyRecord(i));
       await vi.advanceTimersByTimeAsync(1); // an answer every millisecond: a burst
     }
-    expect(s.built()).toBe(0);
+    expect(p.batches).toHaveLength(0);
     await vi.advanceTimersByTimeAsync(10);
-    expect(s.built()).toBe(20);
-    expect(s.rows.map((r) => r.id)).toEqual(Array.from({ length: 20 }, (_, i) => `r-${i}`));
-    expect(s.rows[3]).toMatchObject({ id: 'r-3', status: 200, request: { body: { i: 3 } }, response: { body: { ok: 3 } } });
-    expect(s.errors).toEqual([]);
+    expect(p.batches).toHaveLength(1);
+    expect(p.proxyIds()).toEqual(Array.from({ length: 20 }, (_, i) => `r-${i}`));
+    // the record crossed as it was: facts and the bodies' bytes
+    const third = p.batches[0]!.proxy[3]!;
+    expect(third.facts).toEqual(proxyRecord(3).facts);
+    expect(Buffer.from(third.request!).toString()).toBe('{"i":3}');
+    expect(Buffer.from(third.response!).toString()).toBe('{"ok":3}');
   });
 
   it('never waits much longer than 50 ms, however busy the relay is', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'performance', 'Date'] });
-    const s = service();
+    const { p, reports } = service();
     for (let i = 0; i < 200; i++) {
-      s.later(i);
+      reports.recordProxy(proxyRecord(i));
       await vi.advanceTimersByTimeAsync(1);
-      // every report scheduled more than 55 ms ago has been written
-      expect(s.rows.length).toBeGreaterThanOrEqual(Math.max(0, i - 55));
+      // every record made more than 55 ms ago has been handed over
+      expect(p.proxyIds().length).toBeGreaterThanOrEqual(Math.max(0, i - 55));
     }
-    expect(s.rows.length).toBeGreaterThan(100);
     await vi.advanceTimersByTimeAsync(60);
-    expect(s.rows.length).toBe(200);
-    expect(new Set(s.rows.map((r) => r.id)).size).toBe(200);
+    expect(p.proxyIds()).toEqual(Array.from({ length: 200 }, (_, i) => `r-${i}`));
   });
 
-  it('flush writes what is waiting at once', async () => {
-    const s = service();
-    for (let i = 0; i < 5; i++) s.later(i);
-    expect(s.built()).toBe(0);
-    await s.reports.flush();
-    expect(s.rows.map((r) => r.id)).toEqual(['r-0', 'r-1', 'r-2', 'r-3', 'r-4']);
-    await s.reports.close();
+  it('a full batch goes at once', () => {
+    const p = fakePort();
+    const reports = createReportService({ port: p.port, store: {} as ReportStore, batchMax: 3 });
+    for (let i = 0; i < 7; i++) reports.recordProxy(proxyRecord(i));
+    expect(p.batches.map((b) => b.proxy.length)).toEqual([3, 3]);
   });
 
-  it('a report that fails to build goes to onError and the others are written', async () => {
-    const s = service();
-    s.later(0);
-    s.reports.recordLater(
-      () => {
-        throw new Error('bad facts');
-      },
-      (err) => s.errors.push(err),
+  it('flush hands over what is waiting and waits for the worker', async () => {
+    const { p, reports } = service();
+    for (let i = 0; i < 5; i++) reports.recordProxy(proxyRecord(i));
+    expect(p.batches).toHaveLength(0);
+    await reports.flush();
+    expect(p.proxyIds()).toEqual(['r-0', 'r-1', 'r-2', 'r-3', 'r-4']);
+    expect(p.flushed).toBe(1);
+  });
+});
+
+describe('report service: direct-API reports', () => {
+  it('go at the end of the turn, with the proxied records waiting, and resolve with the worker answer', async () => {
+    const { p, reports } = service();
+    reports.recordProxy(proxyRecord(1));
+    const answers = Promise.all([reports.recordApi(apiRecord(1)), reports.recordApi(apiRecord(2))]);
+    expect(p.batches).toHaveLength(0);
+    expect(await answers).toEqual(['{"n":1}', '{"n":2}']);
+    expect(p.batches).toHaveLength(1);
+    expect(p.batches[0]!.proxy.map((r) => r.facts.id)).toEqual(['r-1']);
+    expect(p.batches[0]!.api.map((r) => r.id)).toEqual(['a-1', 'a-2']);
+  });
+
+  it('reject with the status and code the worker gave, or 503 when the worker failed', async () => {
+    const { p, reports } = service((r) =>
+      r.id === 'a-1' ? { ok: false, statusCode: 503, code: 'RELAY_ERR_REPORTS_UNAVAILABLE', message: 'The report store is unavailable: disk full' } : { ok: true, text: '{}' },
     );
-    s.later(2);
-    await s.reports.flush();
-    expect(s.rows.map((r) => r.id)).toEqual(['r-0', 'r-2']);
-    expect(s.errors).toEqual([new Error('bad facts')]);
+    await expect(reports.recordApi(apiRecord(1))).rejects.toMatchObject({ statusCode: 503, code: 'RELAY_ERR_REPORTS_UNAVAILABLE', message: 'The report store is unavailable: disk full' });
+    await expect(reports.recordApi(apiRecord(2))).resolves.toBe('{}');
+    p.failWith(new Error('the report worker exited (1)'));
+    await expect(reports.recordApi(apiRecord(3))).rejects.toMatchObject({ statusCode: 503, code: 'RELAY_ERR_REPORTS_UNAVAILABLE' });
   });
 });

@@ -1,0 +1,158 @@
+// From records to stored reports, on the report worker thread: the request and the answer are parsed here
+// (never on the event loop), a stream is assembled, usage and cost derived, exactly as the relay always
+// described an exchange (proxy-report.ts, report-derive.ts). What repeats is not redone: the parsed bodies
+// of recent requests and answers are kept (a hit's report reuses its origin's answer, the same object, which
+// the body store recognises without walking it), and so are the wire facts of an assembled stream.
+import { hash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import type { StoredReport } from '../storage/report-store.js';
+import { decodeBody } from './content-encoding.js';
+import { decodeUtf8Strict, parseJsonStrict } from './json-guard.js';
+import type { ApiRecord, ProxyRecord } from './exchange-record.js';
+import type { PriceTable } from './pricing.js';
+import { type ExchangeFacts, knownBody, knownFacts, proxyReport } from './proxy-report.js';
+import { reportFields } from './proxy-headers.js';
+import { type KnownBody, type ReportInput, deriveReport } from './report-derive.js';
+import { parseSse, readStream } from './sse.js';
+
+export interface PipelineOptions {
+  prices: PriceTable;
+  /** the strict JSON rules' nesting bound, for request bodies the event loop did not check */
+  maxJsonDepth: number;
+  /** bodies above this are cut and marked truncated */
+  maxBodyBytes: number;
+  defaults: { client: string; clientVersion: string; environment: string };
+}
+
+/** An answer read once: its body as the report describes it, and the facts of the bytes it stands for. */
+interface ReadAnswer {
+  body: unknown;
+  known?: KnownBody;
+  /** an SSE stream that carries an error event */
+  error: boolean;
+}
+
+/**
+ * Parsed request bodies kept by the sha256 of their wire bytes, answers by the report that first got them;
+ * each bounded by the wire bytes it stands for (a parsed body takes a few times that in memory).
+ */
+const KEPT_BYTES = 4 * 1024 * 1024;
+
+export interface ReportPipeline {
+  proxy(record: ProxyRecord): StoredReport;
+  /** a direct-API report from its JSON text (validated already) */
+  api(record: ApiRecord): StoredReport;
+}
+
+const utf8 = new TextDecoder();
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+export function createReportPipeline(opts: PipelineOptions): ReportPipeline {
+  const requests = new LRUCache<string, { body: unknown; bytes: number }>({ maxSize: KEPT_BYTES, sizeCalculation: (r) => Math.max(1, r.bytes) });
+  const answers = new LRUCache<string, ReadAnswer & { bytes: number }>({ maxSize: KEPT_BYTES, sizeCalculation: (a) => Math.max(1, a.bytes) });
+
+  function readAnswer(bytes: Uint8Array, streamed: boolean, encoding: string | undefined): ReadAnswer {
+    let text: string;
+    try {
+      text = utf8.decode(decodeBody(bytes, encoding));
+    } catch {
+      return { body: undefined, error: false };
+    }
+    if (streamed) {
+      const stream = readStream(parseSse(text));
+      return { body: stream.body, error: stream.error };
+    }
+    const body = parseJson(text);
+    // A JSON answer's facts are those of its wire text; an assembled stream's, of its JSON (deriveReport).
+    return body === undefined ? { body, error: false } : { body, known: knownBody(text), error: false };
+  }
+
+  /** A body the strict rules refuse is forwarded untouched (the upstream judges it) but not reported. */
+  function strict(bytes: Uint8Array): unknown {
+    try {
+      return parseJsonStrict(decodeUtf8Strict(bytes), opts.maxJsonDepth);
+    } catch {
+      return undefined;
+    }
+  }
+
+  function requestBody(record: ProxyRecord): { body: unknown; known?: KnownBody } {
+    const { facts, request } = record;
+    const state = facts.requestJson;
+    if (state === 'no' || state === 'refused' || !request) return { body: undefined };
+    const sha = facts.requestSha256 ?? hash('sha256', request, 'hex');
+    const known: KnownBody = { bytes: request.length, sha256: sha, text: () => utf8.decode(request) };
+    let kept = requests.get(sha);
+    if (!kept) {
+      kept = { body: state === 'checked' ? parseJson(utf8.decode(request)) : strict(request), bytes: request.length };
+      if (request.length <= KEPT_BYTES / 16) requests.set(sha, kept);
+    }
+    return { body: kept.body, known };
+  }
+
+  function answerOf(record: ProxyRecord): ReadAnswer | undefined {
+    const { facts, response } = record;
+    const origin = facts.originReportId;
+    if (origin !== undefined) {
+      const kept = answers.get(origin);
+      if (kept) return kept;
+    }
+    if (!response) return undefined;
+    const read = Object.assign(readAnswer(response, facts.streamed, facts.encoding), { bytes: response.length });
+    // A 2xx answer may be served again from the cache: its hits will name this report as origin.
+    if (facts.status >= 200 && facts.status < 300 && response.length <= KEPT_BYTES / 16) answers.set(origin ?? facts.id, read);
+    return read;
+  }
+
+  return {
+    proxy(record) {
+      const f = record.facts;
+      const req = requestBody(record);
+      const answer = answerOf(record);
+      const fields = reportFields(Object.fromEntries(f.relayHeaders), opts.defaults);
+      // A stream that ended cleanly but carries an error event did not complete: its report says so.
+      const outcome = f.outcome === 'complete' && answer?.error ? 'stream-error' : f.outcome;
+      const facts: ExchangeFacts = {
+        method: f.method,
+        url: f.url,
+        upstream: f.upstream,
+        startedAt: f.startedAt,
+        endedAt: f.endedAt,
+        metadata: fields.metadata,
+        properties: fields.properties,
+        requestBody: req.body,
+        status: f.status,
+        responseBody: answer?.body,
+        streamed: f.streamed,
+        cacheStatus: f.cacheStatus,
+        cacheEnabled: f.cacheEnabled,
+        cacheKey: f.cacheKey,
+        outcome,
+      };
+      if (req.known && req.body !== undefined) facts.requestRaw = req.known;
+      if (answer?.known) facts.responseRaw = answer.known;
+      if (f.upstreamMs !== undefined) facts.upstreamMs = f.upstreamMs;
+      if (f.originReportId !== undefined) facts.originReportId = f.originReportId;
+      if (f.costSavedUsd !== undefined) facts.costSavedUsd = f.costSavedUsd;
+      if (f.error !== undefined) facts.error = f.error;
+      const ids = { id: f.id, receivedAt: new Date(f.endedAt).toISOString() };
+      const report = deriveReport(proxyReport(facts), ids, opts.prices, opts.maxBodyBytes, knownFacts(facts));
+      // An assembled stream's wire facts are those of its JSON: computed once, kept for the hits that follow.
+      if (answer && !answer.known && answer.body !== undefined && answer.body !== null)
+        answer.known = { bytes: report.responseBytes, sha256: report.responseSha256 as string };
+      return report;
+    },
+
+    api(record) {
+      const input = JSON.parse(utf8.decode(record.body)) as ReportInput;
+      return deriveReport(input, { id: record.id, receivedAt: new Date(record.receivedAt).toISOString() }, opts.prices, opts.maxBodyBytes);
+    },
+  };
+}

@@ -1,0 +1,111 @@
+// The report worker thread: everything about an exchange that its answer does not need happens here, off
+// the event loop — parsing the request and the answer, assembling streams, usage and cost, the body store,
+// the insert and its fsync. It takes batches from report-thread.ts, answers each once written, and owns the
+// write side of the report store and the outbox. Its store opens on first use and again after a failure,
+// so a store that is down at start only sends reports to the outbox until it is back.
+import { parentPort, workerData } from 'node:worker_threads';
+import { createReportPipeline } from './core/report-pipeline.js';
+import { createReportSink } from './core/report-sink.js';
+import { createReportWriter } from './core/report-writer.js';
+import { loadPriceTable } from './core/pricing.js';
+import type { FromWorker, ReportThreadSettings, ToWorker } from './report-thread.js';
+import { openOutboxFile } from './storage/outbox-file.js';
+import type { ReportStore } from './storage/report-store.js';
+
+const settings = workerData as ReportThreadSettings;
+const port = parentPort!;
+
+function send(msg: FromWorker): void {
+  port.postMessage(msg);
+}
+
+function logged(err: unknown): Record<string, unknown> {
+  return err instanceof Error ? { err: { type: err.name, message: err.message, stack: err.stack } } : { err: String(err) };
+}
+
+async function openStore(): Promise<ReportStore> {
+  if (settings.reportsUrl === 'sqlite') {
+    const { createSqliteReportStore } = await import('./storage/sqlite-report-store.js');
+    return createSqliteReportStore({ file: settings.sqliteFile });
+  }
+  const { createPostgresReportStore } = await import('./storage/postgres-report-store.js');
+  return createPostgresReportStore({ connectionString: settings.reportsUrl });
+}
+
+/** The store, opened when first needed and again after it failed to open. */
+function lazyStore(): ReportStore & { closeIfOpen(): Promise<void> } {
+  let opened: Promise<ReportStore> | undefined;
+  const store = (): Promise<ReportStore> => {
+    opened ??= openStore().catch((err: unknown) => {
+      opened = undefined;
+      throw err;
+    });
+    return opened;
+  };
+  return {
+    kind: settings.reportsUrl === 'sqlite' ? 'sqlite' : 'postgres',
+    insertMany: async (reports, opts) => (await store()).insertMany(reports, opts),
+    get: async (id) => (await store()).get(id),
+    list: async (q) => (await store()).list(q),
+    count: async () => (await store()).count(),
+    stats: async (f, g) => (await store()).stats(f, g),
+    ping: async () => (await store()).ping(),
+    close: async () => (await store()).close(),
+    async closeIfOpen() {
+      if (opened) await (await opened.catch(() => undefined))?.close();
+    },
+  };
+}
+
+const store = lazyStore();
+const outbox = await openOutboxFile(settings.outboxFile);
+let lastStoreError = 0;
+const writer = createReportWriter({
+  store,
+  outbox,
+  flushMs: settings.flushMs,
+  batchMax: settings.batchMax,
+  retryMs: settings.outboxRetryMs,
+  onStoreError: (err) => {
+    // Once a second at most: a store outage under load would otherwise flood the log.
+    if (Date.now() - lastStoreError < 1000) return;
+    lastStoreError = Date.now();
+    send({ t: 'log', level: 'warn', obj: { ...logged(err), outboxDepth: outbox.depth }, msg: 'report store failed: reports go to the outbox' });
+  },
+  onQuarantined: (count) =>
+    send({ t: 'log', level: 'error', obj: { count }, msg: 'the report store refused reports it should take: kept aside in outbox.rejected.ndjson' }),
+});
+const sink = createReportSink({
+  pipeline: createReportPipeline({
+    prices: loadPriceTable(settings.pricesFile),
+    maxBodyBytes: settings.maxBodyBytes,
+    maxJsonDepth: settings.maxJsonDepth,
+    defaults: settings.defaults,
+  }),
+  writer,
+  onBroken: (err, id) => send({ t: 'log', level: 'error', obj: { ...logged(err), reportId: id }, msg: 'report not written' }),
+});
+
+const counters = () => ({ pending: writer.pending, written: writer.written, dropped: writer.dropped, outboxDepth: writer.outboxDepth });
+
+port.on('message', (msg: ToWorker) => {
+  if (msg.t === 'batch') {
+    sink.take(msg.batch).then(
+      (outcomes) => send({ t: 'done', n: msg.n, outcomes, counters: counters() }),
+      (err: unknown) => {
+        send({ t: 'log', level: 'error', obj: logged(err), msg: 'a batch of reports failed' });
+        send({ t: 'done', n: msg.n, counters: counters() });
+      },
+    );
+  } else if (msg.t === 'flush') {
+    sink.flush().finally(() => send({ t: 'done', n: msg.n, counters: counters() }));
+  } else {
+    void (async () => {
+      await sink.flush().catch(() => undefined);
+      await writer.close();
+      await Promise.allSettled([store.closeIfOpen(), outbox.close()]);
+      send({ t: 'done', n: msg.n, counters: counters() });
+      port.close();
+    })();
+  }
+});

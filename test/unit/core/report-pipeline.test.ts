@@ -1,0 +1,113 @@
+// The report worker's derivation: a record (facts and raw bytes) becomes the report the relay always wrote
+// for that exchange; what repeats (a hit's answer, an identical request) is reused, not parsed again.
+import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import type { ProxyFacts, ProxyRecord } from '../../../src/core/exchange-record.js';
+import { createPriceTable } from '../../../src/core/pricing.js';
+import { createReportPipeline } from '../../../src/core/report-pipeline.js';
+
+const prices = createPriceTable({ 'gpt-4o-mini': { input: 0.15, output: 0.6 } });
+const defaults = { client: 'llm-relay', clientVersion: '9.9.9', environment: 'test' };
+const pipeline = () => createReportPipeline({ prices, maxBodyBytes: 1 << 20, maxJsonDepth: 64, defaults });
+const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
+
+const REQUEST = '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}';
+const ANSWER = JSON.stringify({
+  id: 'chatcmpl-1',
+  object: 'chat.completion',
+  model: 'gpt-4o-mini',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'hello' }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 },
+});
+
+function record(facts: Partial<ProxyFacts>, request?: string, response?: Buffer | string): ProxyRecord {
+  const r: ProxyRecord = {
+    facts: {
+      id: 'r-1',
+      startedAt: Date.parse('2026-01-01T00:00:00.000Z'),
+      endedAt: Date.parse('2026-01-01T00:00:01.500Z'),
+      status: 200,
+      cacheStatus: 'MISS',
+      outcome: 'complete',
+      method: 'POST',
+      url: '/v1/chat/completions',
+      upstream: 'http://up',
+      relayHeaders: [['x-relay-environment', 'ci'], ['x-relay-property-team', 'search']],
+      cacheEnabled: true,
+      cacheKey: 'k'.repeat(64),
+      streamed: false,
+      requestJson: 'checked',
+      ...facts,
+    },
+  };
+  if (request !== undefined) r.request = Buffer.from(request);
+  if (response !== undefined) r.response = Buffer.from(response);
+  return r;
+}
+
+describe('report pipeline', () => {
+  it('derives a JSON miss as the relay always reported it', () => {
+    const report = pipeline().proxy(record({ upstreamMs: 12.5 }, REQUEST, ANSWER));
+    expect(report).toEqual({
+      id: 'r-1',
+      receivedAt: '2026-01-01T00:00:01.500Z',
+      metadata: { client: 'llm-relay', clientVersion: '9.9.9', environment: 'ci' },
+      properties: { team: 'search' },
+      request: { timestamp: '2026-01-01T00:00:00.000Z', body: JSON.parse(REQUEST) },
+      response: { timestamp: '2026-01-01T00:00:01.500Z', status: 200, streamed: false, body: JSON.parse(ANSWER) },
+      cacheEnabled: true,
+      cacheHit: false,
+      proxy: { method: 'POST', path: '/v1/chat/completions', upstream: 'http://up', cacheStatus: 'MISS', cacheKey: 'k'.repeat(64), outcome: 'complete', upstreamMs: 12.5 },
+      durationMs: 1500,
+      status: 200,
+      model: 'gpt-4o-mini',
+      provider: 'openai',
+      usage: { inputTokens: 10, outputTokens: 2, totalTokens: 12 },
+      costUsd: (10 * 0.15 + 2 * 0.6) / 1e6,
+      requestBytes: Buffer.byteLength(REQUEST),
+      responseBytes: Buffer.byteLength(ANSWER),
+      requestSha256: sha(REQUEST),
+      responseSha256: sha(ANSWER),
+    });
+  });
+
+  it("reuses a hit's answer and request: the very objects of its origin's report", () => {
+    const p = pipeline();
+    const miss = p.proxy(record({}, REQUEST, ANSWER));
+    const hit = p.proxy(record({ id: 'r-2', cacheStatus: 'HIT', originReportId: 'r-1', requestSha256: sha(REQUEST) }, REQUEST, ANSWER));
+    expect(hit.response.body).toBe(miss.response.body);
+    expect(hit.request.body).toBe(miss.request.body);
+    expect(hit).toMatchObject({ cacheHit: true, costUsd: 0, costSavedUsd: miss.costUsd, originReportId: 'r-1', responseSha256: miss.responseSha256 });
+  });
+
+  it('assembles a stream, and a stream that carries an error event did not complete', () => {
+    const chunk = (content: string) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'gpt-4o-mini', choices: [{ index: 0, delta: { content } }] })}\n\n`;
+    const sse = `${chunk('hel')}${chunk('lo')}data: [DONE]\n\n`;
+    const report = pipeline().proxy(record({ streamed: true }, REQUEST, sse));
+    expect(report.response.body).toMatchObject({ object: 'chat.completion', choices: [{ message: { role: 'assistant', content: 'hello' } }] });
+    expect(report.usage).toMatchObject({ estimated: true });
+    const failed = pipeline().proxy(record({ streamed: true }, REQUEST, `${chunk('hel')}data: {"error":{"message":"overloaded"}}\n\n`));
+    expect(failed.proxy).toMatchObject({ outcome: 'stream-error' });
+  });
+
+  it("decodes an answer by its content-encoding (the wire facts are the decoded text's)", () => {
+    const report = pipeline().proxy(record({ encoding: 'gzip' }, REQUEST, gzipSync(ANSWER)));
+    expect(report.response.body).toEqual(JSON.parse(ANSWER));
+    expect(report.responseSha256).toBe(sha(ANSWER));
+  });
+
+  it('keeps a request body only when the strict JSON rules take it', () => {
+    const p = pipeline();
+    expect(p.proxy(record({ requestJson: 'refused' }, '{"__proto__":{"x":1}}', ANSWER)).request.body).toBeUndefined();
+    expect(p.proxy(record({ id: 'u1', requestJson: 'unchecked' }, '{"__proto__":{"x":1}}', ANSWER)).request.body).toBeUndefined();
+    expect(p.proxy(record({ id: 'u2', requestJson: 'unchecked' }, REQUEST, ANSWER)).request.body).toEqual(JSON.parse(REQUEST));
+    expect(p.proxy(record({ id: 'u3', requestJson: 'no' }, 'plain text', ANSWER)).request).toEqual({ timestamp: '2026-01-01T00:00:00.000Z' });
+  });
+
+  it('derives a direct-API report from its JSON text', () => {
+    const body = { request: { timestamp: '2026-01-01T00:00:00.000Z', body: { model: 'gpt-4o-mini' } }, response: { timestamp: '2026-01-01T00:00:02.000Z', body: JSON.parse(ANSWER) } };
+    const report = pipeline().api({ id: 'a-1', receivedAt: Date.parse('2026-01-01T00:00:03.000Z'), body: Buffer.from(JSON.stringify(body)) });
+    expect(report).toMatchObject({ id: 'a-1', receivedAt: '2026-01-01T00:00:03.000Z', durationMs: 2000, model: 'gpt-4o-mini', usage: { inputTokens: 10, outputTokens: 2, totalTokens: 12 } });
+  });
+});
