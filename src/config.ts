@@ -95,7 +95,7 @@ const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as
 export const SETTINGS: readonly Setting[] = [
   { key: 'port', env: 'PORT', kind: 'int', min: 0, max: 65_535, description: 'TCP port to listen on (0 picks a free port)' },
   { key: 'host', env: 'HOST', kind: 'string', description: 'address to bind; 0.0.0.0 in the Docker image' },
-  { key: 'upstreamUrl', env: 'RELAY_UPSTREAM_URL', kind: 'url', description: 'origin of the default route: /v1/chat/completions goes to <origin>/v1/chat/completions' },
+  { key: 'upstreamUrl', env: 'RELAY_UPSTREAM_URL', kind: 'url', description: 'origin of the default route, without /v1: /v1/chat/completions goes to <origin>/v1/chat/completions' },
   { key: 'dataDir', env: 'RELAY_DATA_DIR', kind: 'string', description: 'directory of the embedded SQLite databases and the durable outbox' },
   { key: 'cacheUrl', env: 'RELAY_CACHE_URL', kind: 'string', description: 'cache store: sqlite, memory, or redis://… / rediss://…' },
   { key: 'reportsUrl', env: 'RELAY_REPORTS_URL', kind: 'string', description: 'report store: sqlite, or postgres://… / postgresql://…' },
@@ -276,6 +276,7 @@ function validate(raw: Record<string, unknown>, problems: string[]): RelayConfig
         break;
       case 'url':
         if (!isHttpOrigin(v)) problems.push(`${name}: must be an http:// or https:// URL, got "${String(v)}"`);
+        else if (endsInV1(v)) problems.push(`${name}: ${doubledV1('/v1/chat/completions', v)}`);
         break;
       default:
         if (typeof v !== 'string' || v.length === 0) problems.push(`${name}: must be a non-empty string`);
@@ -320,6 +321,10 @@ function validateRoutes(routes: unknown, problems: string[]): RouteConfig[] {
     if (!isHttpOrigin(route?.upstream)) {
       problems.push(`routes[${i}].upstream: must be an http:// or https:// URL`);
       ok = false;
+    } else if (typeof prefix === 'string' && !/\/v1$/.test(prefix) && endsInV1(route.upstream)) {
+      // Under a prefix that ends in /v1 the client's path after it no longer carries /v1: that pairing works.
+      problems.push(`routes[${i}].upstream: ${doubledV1(`${prefix}/v1/chat/completions`, route.upstream)}`);
+      ok = false;
     }
     if (ok) {
       seen.add(prefix as string);
@@ -337,6 +342,21 @@ function isHttpOrigin(v: unknown): v is string {
   } catch {
     return false;
   }
+}
+
+/**
+ * An upstream whose path ends in /v1: the OPENAI_BASE_URL habit. The relay keeps the client's path, which
+ * already starts with /v1, so every call would go to /v1/v1/…. Another base path (e.g. /openai) is kept.
+ */
+function endsInV1(url: string): boolean {
+  return /\/v1\/*$/.test(new URL(url).pathname);
+}
+
+function doubledV1(example: string, url: string): string {
+  const u = new URL(url);
+  u.pathname = u.pathname.replace(/\/v1\/*$/, '');
+  const origin = redact(u.toString()).replace(/\/+$/, '');
+  return `must be the origin without /v1: use "${origin}"; a request for ${example} already carries /v1`;
 }
 
 /** A connection string without its password, for messages and logs. */

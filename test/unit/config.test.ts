@@ -111,6 +111,41 @@ describe('loadConfig', () => {
     expect(list.length).toBeGreaterThanOrEqual(13);
   });
 
+  it('refuses an upstream ending in /v1 (the OPENAI_BASE_URL habit), saying what to write instead', async () => {
+    for (const [given, origin] of [
+      ['http://host/v1', 'http://host'],
+      ['http://host:8080/v1/', 'http://host:8080'],
+      ['https://api.groq.com/openai/v1', 'https://api.groq.com/openai'],
+    ]) {
+      expect(problems(() => loadConfig({ env: { RELAY_UPSTREAM_URL: given } }))).toEqual([
+        `upstreamUrl (RELAY_UPSTREAM_URL): must be the origin without /v1: use "${origin}"; a request for /v1/chat/completions already carries /v1`,
+      ]);
+    }
+    expect(problems(() => loadConfig({ env: {}, argv: ['--upstream-url', 'http://host/v1'] }))).toEqual([
+      'upstreamUrl (RELAY_UPSTREAM_URL): must be the origin without /v1: use "http://host"; a request for /v1/chat/completions already carries /v1',
+    ]);
+    const file = await configFile({ routes: [{ prefix: '/anthropic', upstream: 'https://api.anthropic.com/v1' }] });
+    expect(problems(() => loadConfig({ env: { RELAY_CONFIG: file } }))).toEqual([
+      'routes[0].upstream: must be the origin without /v1: use "https://api.anthropic.com"; a request for /anthropic/v1/chat/completions already carries /v1',
+    ]);
+  });
+
+  it('keeps a base path that is not /v1, and an upstream ending in /v1 under a prefix that ends in /v1', async () => {
+    const file = await configFile({
+      upstreamUrl: 'https://gateway.example/openai/',
+      routes: [
+        { prefix: '/groq/v1', upstream: 'https://api.groq.com/openai/v1' },
+        { prefix: '/v1beta', upstream: 'https://example.com/v1beta' },
+      ],
+    });
+    const c = loadConfig({ env: { RELAY_CONFIG: file } });
+    expect(c.upstreamUrl).toBe('https://gateway.example/openai');
+    expect(c.routes).toEqual([
+      { prefix: '/groq/v1', upstream: 'https://api.groq.com/openai/v1' },
+      { prefix: '/v1beta', upstream: 'https://example.com/v1beta' },
+    ]);
+  });
+
   it('never echoes a password from a bad store URL', () => {
     const list = problems(() => loadConfig({ env: { RELAY_REPORTS_URL: 'mysql://u:hunter2@db/x' } }));
     expect(list.join('\n')).not.toContain('hunter2');
