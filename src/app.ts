@@ -35,6 +35,8 @@ import type { ReportStore } from './storage/report-store.js';
 import { createSqliteCacheStore } from './storage/sqlite-cache-store.js';
 import { createSqliteReportStore } from './storage/sqlite-report-store.js';
 import { openOutboxFile } from './storage/outbox-file.js';
+import { type DataDirLock, lockDataDir } from './storage/data-dir-lock.js';
+import { listenUrls } from './listen-url.js';
 import { VERSION } from './version.js';
 
 export interface AppOverrides {
@@ -81,7 +83,22 @@ export async function openReportStore(config: RelayConfig): Promise<ReportStore>
   return createPostgresReportStore({ connectionString: config.reportsUrl });
 }
 
+/**
+ * Builds the relay on its data dir. The dir is locked first, before any store is opened: a second relay
+ * on it (another process, or another buildApp here) fails with DataDirInUseError naming the holder. The
+ * lock is given up when the app closes, or by the kernel when the process dies.
+ */
 export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOverrides = {}): Promise<Relay> {
+  const dataDirLock = lockDataDir(config.dataDir, { role: 'relay', version: VERSION });
+  try {
+    return await assemble(config, overrides, dataDirLock);
+  } catch (err) {
+    dataDirLock.release();
+    throw err;
+  }
+}
+
+async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, dataDirLock: DataDirLock): Promise<Relay> {
   registerAjvFormats();
   const pinoLogger = pino(
     { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' }, serializers: { req: requestForLog } },
@@ -206,10 +223,17 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
     nextRequestId,
   });
 
+  app.addHook('onListen', async () => {
+    const urls = listenUrls(app.server.address());
+    // For the message a second relay (or `cache import`) on this data dir prints.
+    if (urls) dataDirLock.update({ url: urls.local });
+  });
   app.addHook('onClose', async () => {
     await upstream.close();
     await reports.close();
     await Promise.allSettled([cacheStore.close(), reportStore.close(), outbox.close()]);
+    // Last: until everything above is closed, the data dir is still this relay's.
+    dataDirLock.release();
   });
 
   return { app, config, cache, reports, exchange };

@@ -8,6 +8,7 @@ import { ConfigError, type RelayConfig, helpText, loadConfig } from './config.js
 import { exportEntries, importEntries, ndjsonLines } from './core/cache-transfer.js';
 import { startServer } from './server.js';
 import type { CacheStore } from './storage/cache-store.js';
+import { type DataDirLock, DataDirInUseError, describeHolder, lockDataDir } from './storage/data-dir-lock.js';
 import { VERSION } from './version.js';
 
 /** A mistake in how the command was called: exit 2, like a bad configuration. */
@@ -42,15 +43,42 @@ async function cacheCommand(args: string[]): Promise<number> {
     const config = loadConfig({ argv: options });
     // Opened before the store, so a missing file changes nothing.
     const input = file === '-' ? process.stdin : (await open(file, 'r')).createReadStream();
-    return withStore(config, async (store) => {
-      const { imported, skipped } = await importEntries(store, ndjsonLines(input));
-      process.stderr.write(`imported ${imported} entries, skipped ${skipped}\n`);
-      return 0;
-    });
+    const lock = lockForImport(config, file);
+    try {
+      return await withStore(config, async (store) => {
+        const { imported, skipped } = await importEntries(store, ndjsonLines(input));
+        process.stderr.write(`imported ${imported} entries, skipped ${skipped}\n`);
+        return 0;
+      });
+    } finally {
+      lock?.release();
+    }
   }
   throw new UsageError(
     sub === undefined ? 'cache needs a subcommand: export or import (see --help)' : `unknown cache subcommand "${sub}": use export or import`,
   );
+}
+
+/**
+ * An import into a SQLite cache holds the data dir like a relay: a relay running on it would not see the
+ * entries in its memory (and its byte count would be off), so the import is refused and sent to that
+ * relay's HTTP route; a relay that starts meanwhile is refused. Export only reads, and needs no lock.
+ */
+function lockForImport(config: Readonly<RelayConfig>, file: string): DataDirLock | undefined {
+  if (config.cacheUrl !== 'sqlite') return undefined; // Redis is shared by design; memory lives in this process only
+  try {
+    return lockDataDir(config.dataDir, { role: 'cache import', version: VERSION });
+  } catch (err) {
+    if (!(err instanceof DataDirInUseError) || err.holder?.role !== 'relay') throw err;
+    const base = err.holder.url ?? 'http://HOST:PORT';
+    const body = file === '-' ? '@-' : `@${file}`;
+    throw new DataDirInUseError(err.dir, err.holder, {
+      cause: err,
+      message:
+        `the data dir ${err.dir} is in use by ${describeHolder(err.holder)}; import through it instead ` +
+        `(POST /api/cache/v1/import): curl -s ${base}/api/cache/v1/import -H 'content-type: application/x-ndjson' --data-binary ${body}`,
+    });
+  }
 }
 
 async function withStore(config: Readonly<RelayConfig>, work: (store: CacheStore) => Promise<number>): Promise<number> {

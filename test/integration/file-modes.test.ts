@@ -51,6 +51,8 @@ describe('file modes', () => {
         'cache.sqlite-shm': '600',
         'cache.sqlite-wal': '600',
         'outbox.ndjson': '600',
+        'relay.lock': '600',
+        'relay.lock.json': '600',
         'reports.sqlite': '600',
         'reports.sqlite-shm': '600',
         'reports.sqlite-wal': '600',
@@ -83,6 +85,6 @@ describe('file modes', () => {
     });
     expect(statSync(dir).mode & 0o777).toBe(0o700);
     for (const f of readdirSync(dir)) expect((statSync(join(dir, f)).mode & 0o777).toString(8), f).toBe('600');
-    expect(readdirSync(dir).sort()).toEqual(['cache.sqlite']);
+    expect(readdirSync(dir).sort()).toEqual(['cache.sqlite', 'relay.lock']);
   });
 });
