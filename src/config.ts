@@ -168,34 +168,84 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<RelayConfig> {
   return Object.freeze(config);
 }
 
+/** One option of a command line, with its value when it has one (`--port 80`, `--port=80`). */
+interface OptionWord {
+  name: string;
+  value?: string;
+  /** the words it took, for handing the options on */
+  words: string[];
+}
+
+export interface CommandLine {
+  /** the words that are not options: a command and its arguments (`cache`, `import`, `FILE`) */
+  positionals: string[];
+  /** the options with their values, as given, for loadConfig */
+  options: string[];
+}
+
+/** Options that take no value; the command handles them before any configuration is loaded. */
+const STANDALONE = new Set(['--help', '-h', '--version']);
+/** `--offline` may stand alone (true) or take one of these; any other word after it is not its value. */
+const BOOL_WORD = /^(true|false|1|0|yes|no|on|off)$/i;
+
+function tokenize(argv: readonly string[]): { positionals: string[]; options: OptionWord[] } {
+  const known = new Set(SETTINGS.map(flagName));
+  const positionals: string[] = [];
+  const options: OptionWord[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') {
+      positionals.push(...argv.slice(i + 1));
+      break;
+    }
+    // `-` (stdin) and every word not starting with `--` is an argument.
+    if (!arg.startsWith('--') && !STANDALONE.has(arg)) {
+      positionals.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    if (eq > 0) {
+      options.push({ name: arg.slice(0, eq), value: arg.slice(eq + 1), words: [arg] });
+      continue;
+    }
+    const next = argv[i + 1];
+    let takesNext: boolean;
+    if (STANDALONE.has(arg)) takesNext = false;
+    else if (arg === '--offline') takesNext = next !== undefined && BOOL_WORD.test(next);
+    else if (arg === '--config' || known.has(arg)) takesNext = next !== undefined;
+    else takesNext = next !== undefined && !next.startsWith('-'); // an unknown option's value, probably
+    if (takesNext) {
+      options.push({ name: arg, value: next!, words: [arg, next!] });
+      i++;
+    } else options.push({ name: arg, words: [arg] });
+  }
+  return { positionals, options };
+}
+
+/**
+ * Splits a command line into the options (each with its value) and the other words, so that options may
+ * come before, between or after a command and its arguments: `llm-relay --data-dir X cache import FILE`
+ * and `llm-relay cache import FILE --data-dir X` are the same.
+ */
+export function splitArgv(argv: readonly string[]): CommandLine {
+  const { positionals, options } = tokenize(argv);
+  return { positionals, options: options.flatMap((o) => o.words) };
+}
+
 function parseArgv(argv: string[], problems: string[]): { flags: Map<string, string>; configFile?: string } {
   const known = new Set(SETTINGS.map(flagName));
   const flags = new Map<string, string>();
   let configFile: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (!arg.startsWith('--')) {
-      problems.push(`unexpected argument "${arg}" (see --help)`);
-      continue;
-    }
-    const eq = arg.indexOf('=');
-    const name = eq > 0 ? arg.slice(0, eq) : arg;
-    const isBoolFlag = name === '--offline';
-    let value = eq > 0 ? arg.slice(eq + 1) : undefined;
+  const { positionals, options } = tokenize(argv);
+  for (const arg of positionals) problems.push(`unexpected argument "${arg}" (see --help)`);
+  for (const { name, value } of options) {
     if (name === '--config') {
-      value ??= argv[++i];
       if (value === undefined) problems.push('--config needs a file name');
       else configFile = value;
-      continue;
-    }
-    if (!known.has(name)) {
-      problems.push(`unknown option ${name} (see --help)`);
-      if (value === undefined && argv[i + 1] !== undefined && !argv[i + 1]!.startsWith('--')) i++; // its value
-      continue;
-    }
-    if (value === undefined) value = isBoolFlag && (argv[i + 1] ?? '--').startsWith('--') ? 'true' : argv[++i];
-    if (value === undefined) problems.push(`${name} needs a value`);
-    else flags.set(name, value);
+    } else if (!known.has(name)) problems.push(`unknown option ${name} (see --help)`);
+    else if (value !== undefined) flags.set(name, value);
+    else if (name === '--offline') flags.set(name, 'true');
+    else problems.push(`${name} needs a value`);
   }
   return configFile === undefined ? { flags } : { flags, configFile };
 }
@@ -387,7 +437,9 @@ export function helpText(version: string): string {
     '       llm-relay cache export [options] > FILE.ndjson  write every live cache entry as NDJSON to stdout',
     '       llm-relay cache import FILE|- [options]         add the entries of an NDJSON file (- for stdin) to the cache',
     '',
-    '`cache export|import` work on the configured cache store (--cache-url, --data-dir, ...) without a server.',
+    '`cache export|import` work on the configured cache store (--cache-url, --data-dir, ...) without a server;',
+    'import is refused into a SQLite data dir a running relay holds (use its POST /api/cache/v1/import).',
+    'Options may come before or after the command and its arguments.',
     '',
     'Every option can also be set by its environment variable or in a JSON config file;',
     'flags win over the environment, which wins over the file, which wins over the defaults.',

@@ -3,7 +3,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULTS, SETTINGS, flagName, helpText, loadConfig } from '../../src/config.js';
+import { ConfigError, DEFAULTS, SETTINGS, flagName, helpText, loadConfig, splitArgv } from '../../src/config.js';
 
 async function configFile(content: unknown): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'relay-config-'));
@@ -153,6 +153,28 @@ describe('loadConfig', () => {
 
   it('an unreadable config file is a problem, not a crash', () => {
     expect(problems(() => loadConfig({ env: { RELAY_CONFIG: '/nonexistent/relay.json' } }))[0]).toContain('/nonexistent/relay.json');
+  });
+});
+
+describe('splitArgv', () => {
+  it('separates the command and its arguments from the options, each option with its value', () => {
+    expect(splitArgv(['--data-dir', 'X', 'cache', 'import', 'FILE'])).toEqual({ positionals: ['cache', 'import', 'FILE'], options: ['--data-dir', 'X'] });
+    expect(splitArgv(['cache', 'import', 'FILE', '--data-dir', 'X'])).toEqual({ positionals: ['cache', 'import', 'FILE'], options: ['--data-dir', 'X'] });
+    expect(splitArgv(['cache', '--data-dir=X', 'export', '--port', '1'])).toEqual({ positionals: ['cache', 'export'], options: ['--data-dir=X', '--port', '1'] });
+    expect(splitArgv(['cache', 'import', '-', '--offline'])).toEqual({ positionals: ['cache', 'import', '-'], options: ['--offline'] });
+    expect(splitArgv(['--offline', 'cache', 'export'])).toEqual({ positionals: ['cache', 'export'], options: ['--offline'] });
+    expect(splitArgv(['--offline', 'off', 'cache'])).toEqual({ positionals: ['cache'], options: ['--offline', 'off'] });
+    expect(splitArgv(['--help', 'cache', '-h', '--version'])).toEqual({ positionals: ['cache'], options: ['--help', '-h', '--version'] });
+    expect(splitArgv(['--port', '1', '--', '--not-an-option'])).toEqual({ positionals: ['--not-an-option'], options: ['--port', '1'] });
+  });
+
+  it('loadConfig reads the options wherever they stand, and names a stray word', () => {
+    expect(loadConfig({ env: {}, argv: ['--offline', '--port', '1'] })).toMatchObject({ offline: true, port: 1 });
+    expect(loadConfig({ env: {}, argv: ['--offline', 'no'] }).offline).toBe(false);
+    expect(problems(() => loadConfig({ env: {}, argv: ['--port', '1', 'serve', '--host'] }))).toEqual([
+      'unexpected argument "serve" (see --help)',
+      '--host needs a value',
+    ]);
   });
 });
 
