@@ -21,6 +21,7 @@ import { installDraining } from './http/draining.js';
 import { createMetrics } from './http/metrics.js';
 import { opsRoutes } from './http/ops-routes.js';
 import { dashboardRoutes } from './http/dashboard-routes.js';
+import { browserRoutes } from './http/browser-routes.js';
 import { type ProxyEdge, createProxyEdge, edgeServerFactory } from './http/proxy-edge.js';
 import { reportingRoutes } from './http/reporting-routes.js';
 import { createExchange } from './core/exchange.js';
@@ -188,6 +189,7 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
     await api.register(cacheTransferRoutes, { store: cacheStore });
   });
   await app.register(dashboardRoutes);
+  await app.register(browserRoutes);
   await app.register(opsRoutes, {
     cacheStore,
     reportStore,
