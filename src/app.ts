@@ -38,6 +38,8 @@ import { createSqliteReportStore } from './storage/sqlite-report-store.js';
 import { openOutboxFile } from './storage/outbox-file.js';
 import { type DataDirLock, lockDataDir } from './storage/data-dir-lock.js';
 import { listenUrls } from './listen-url.js';
+import { logDestination } from './log-destination.js';
+import { bannerText, startupFacts } from './banner.js';
 import { VERSION } from './version.js';
 
 export interface AppOverrides {
@@ -103,7 +105,7 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
   registerAjvFormats();
   const pinoLogger = pino(
     { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' }, serializers: { req: requestForLog } },
-    overrides.logStream,
+    overrides.logStream ?? (await logDestination(config.logFormat)),
   );
   const logger: FastifyBaseLogger = pinoLogger;
   const cacheStore = overrides.cacheStore ?? (await openCacheStore(config));
@@ -227,8 +229,11 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
 
   app.addHook('onListen', async () => {
     const urls = listenUrls(app.server.address());
+    if (!urls) return;
     // For the message a second relay (or `cache import`) on this data dir prints.
-    if (urls) dataDirLock.update({ url: urls.local });
+    dataDirLock.update({ url: urls.local });
+    const startup = startupFacts(config, urls, VERSION);
+    logger.info({ startup }, bannerText(startup));
   });
   app.addHook('onClose', async () => {
     await upstream.close();

@@ -26,6 +26,7 @@ export interface RelayConfig {
   offline: boolean;
   apiTokens: string[];
   logLevel: string;
+  logFormat: 'auto' | 'json' | 'pretty';
   environment: string;
   maxBodyBytes: number;
   maxHeaderBytes: number;
@@ -73,6 +74,7 @@ export const DEFAULTS: Readonly<RelayConfig> = Object.freeze({
   offline: false,
   apiTokens: [],
   logLevel: 'info',
+  logFormat: 'auto',
   environment: 'development',
   maxBodyBytes: 32 * 1024 * 1024,
   maxHeaderBytes: 16 * 1024,
@@ -107,6 +109,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'offline', env: 'RELAY_OFFLINE', kind: 'bool', description: 'never call upstream: a cache miss is answered 504 (CI replay)' },
   { key: 'apiTokens', env: 'RELAY_API_TOKENS', kind: 'list', description: 'comma-separated access tokens; when set every route but /healthz needs one' },
   { key: 'logLevel', env: 'RELAY_LOG_LEVEL', kind: 'level', values: LEVELS, description: 'pino log level' },
+  { key: 'logFormat', env: 'RELAY_LOG_FORMAT', kind: 'enum', values: ['auto', 'json', 'pretty'], description: 'json (one object per line), pretty (for a person), or auto: pretty when stdout is a terminal, else json' },
   { key: 'environment', env: 'RELAY_ENVIRONMENT', kind: 'string', description: 'metadata.environment of proxied reports that do not name one' },
   { key: 'maxBodyBytes', env: 'RELAY_MAX_BODY_BYTES', kind: 'int', min: 1024, description: 'largest request body accepted (413 above it)' },
   { key: 'maxHeaderBytes', env: 'RELAY_MAX_HEADER_BYTES', kind: 'int', min: 1024, max: 1_048_576, description: 'largest request headers (names and values) accepted (431 above it)' },
@@ -413,7 +416,8 @@ function doubledV1(example: string, url: string): string {
 export function redact(url: string): string {
   try {
     const u = new URL(url);
-    if (u.password) u.password = '***';
+    if (!u.password) return url; // as written (URL would add a trailing slash)
+    u.password = '***';
     return u.toString();
   } catch {
     return url;
