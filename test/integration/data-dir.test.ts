@@ -104,6 +104,15 @@ describe('one relay per data dir', () => {
     await next.close();
   });
 
+  it('a relay that fails to start (its report store does not answer) gives the data dir back', async () => {
+    const dir = await dataDir();
+    const failed = await startRelay({ dataDir: dir, upstreamUrl: up.url, reportsUrl: 'postgres://postgres@127.0.0.1:1/test' }).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(Error);
+    expect(failed).not.toBeInstanceOf(DataDirInUseError);
+    const next = await startRelay({ dataDir: dir, upstreamUrl: up.url });
+    await next.close();
+  });
+
   it('after SIGKILL of the holder, a new relay starts on the dir at once (nothing stale is left)', async () => {
     const dir = await dataDir();
     const first = await relayProcess(dir);
