@@ -25,7 +25,8 @@ COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
 COPY --chown=node:node config ./config
 COPY --chown=node:node dashboard ./dashboard
-RUN mkdir -p /data && chown node:node /data
+# 0700: the relay keeps prompts and answers there (it makes a data dir of its own 0700 too).
+RUN mkdir -p /data && chown node:node /data && chmod 700 /data
 USER node
 VOLUME ["/data"]
 EXPOSE 8787
