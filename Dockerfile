@@ -7,7 +7,9 @@ WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
     && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
-RUN npm ci
+# Without scripts: the project's own (prepare builds dist/, and src/ is not here yet); better-sqlite3 is
+# the one dependency with an install step, run on its own.
+RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build && npm prune --omit=dev
@@ -23,7 +25,8 @@ COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
 COPY --chown=node:node config ./config
 COPY --chown=node:node dashboard ./dashboard
-RUN mkdir -p /data && chown node:node /data
+# 0700: the relay keeps prompts and answers there (it makes a data dir of its own 0700 too).
+RUN mkdir -p /data && chown node:node /data && chmod 700 /data
 USER node
 VOLUME ["/data"]
 EXPOSE 8787

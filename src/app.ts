@@ -20,6 +20,7 @@ import { installDraining } from './http/draining.js';
 import { createMetrics } from './http/metrics.js';
 import { opsRoutes } from './http/ops-routes.js';
 import { dashboardRoutes } from './http/dashboard-routes.js';
+import { browserRoutes } from './http/browser-routes.js';
 import { type ProxyEdge, createProxyEdge, edgeServerFactory } from './http/proxy-edge.js';
 import { reportingRoutes } from './http/reporting-routes.js';
 import { createExchange } from './core/exchange.js';
@@ -34,6 +35,10 @@ import type { ReportStore } from './storage/report-store.js';
 import { createSqliteCacheStore } from './storage/sqlite-cache-store.js';
 import { createSqliteReportStore } from './storage/sqlite-report-store.js';
 import { createReportThread } from './report-thread.js';
+import { type DataDirLock, lockDataDir } from './storage/data-dir-lock.js';
+import { listenUrls } from './listen-url.js';
+import { logDestination } from './log-destination.js';
+import { bannerText, startupFacts } from './banner.js';
 import { VERSION } from './version.js';
 
 export interface AppOverrides {
@@ -80,11 +85,26 @@ export async function openReportStore(config: RelayConfig): Promise<ReportStore>
   return createPostgresReportStore({ connectionString: config.reportsUrl });
 }
 
+/**
+ * Builds the relay on its data dir. The dir is locked first, before any store is opened: a second relay
+ * on it (another process, or another buildApp here) fails with DataDirInUseError naming the holder. The
+ * lock is given up when the app closes, or by the kernel when the process dies.
+ */
 export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOverrides = {}): Promise<Relay> {
+  const dataDirLock = lockDataDir(config.dataDir, { role: 'relay', version: VERSION });
+  try {
+    return await assemble(config, overrides, dataDirLock);
+  } catch (err) {
+    dataDirLock.release();
+    throw err;
+  }
+}
+
+async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, dataDirLock: DataDirLock): Promise<Relay> {
   registerAjvFormats();
   const pinoLogger = pino(
     { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' }, serializers: { req: requestForLog } },
-    overrides.logStream,
+    overrides.logStream ?? (await logDestination(config.logFormat)),
   );
   const logger: FastifyBaseLogger = pinoLogger;
   const cacheStore = overrides.cacheStore ?? (await openCacheStore(config));
@@ -177,6 +197,7 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
     await api.register(cacheTransferRoutes, { store: cacheStore });
   });
   await app.register(dashboardRoutes);
+  await app.register(browserRoutes);
   await app.register(opsRoutes, {
     cacheStore,
     reportStore,
@@ -211,10 +232,20 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
     nextRequestId,
   });
 
+  app.addHook('onListen', async () => {
+    const urls = listenUrls(app.server.address());
+    if (!urls) return;
+    // For the message a second relay (or `cache import`) on this data dir prints.
+    dataDirLock.update({ url: urls.local });
+    const startup = startupFacts(config, urls, VERSION);
+    logger.info({ startup }, bannerText(startup));
+  });
   app.addHook('onClose', async () => {
     await upstream.close();
     await reports.close();
     await Promise.allSettled([cacheStore.close(), reportStore.close()]);
+    // Last: until everything above is closed, the data dir is still this relay's.
+    dataDirLock.release();
   });
 
   return { app, config, cache, reports, exchange };

@@ -3,57 +3,92 @@
 // cache entries as NDJSON (core/cache-transfer.ts) on the configured cache store, without a server;
 // --help lists every option. Exit status: 0 done, 2 bad configuration or arguments, 1 any other failure.
 import { open } from 'node:fs/promises';
-import { openCacheStore } from './app.js';
-import { ConfigError, type RelayConfig, helpText, loadConfig } from './config.js';
+import { ConfigError, type RelayConfig, helpText, loadConfig, splitArgv } from './config.js';
 import { exportEntries, importEntries, ndjsonLines } from './core/cache-transfer.js';
-import { startServer } from './server.js';
 import type { CacheStore } from './storage/cache-store.js';
+import { type DataDirLock, DataDirInUseError, describeHolder, lockDataDir } from './storage/data-dir-lock.js';
 import { VERSION } from './version.js';
 
 /** A mistake in how the command was called: exit 2, like a bad configuration. */
 class UsageError extends Error {}
 
+/** What the command was doing, for the message of a failure. */
+let doing = 'could not start';
+
 async function main(argv: string[]): Promise<number | undefined> {
-  if (argv.includes('--help') || argv.includes('-h')) {
+  const { positionals, options } = splitArgv(argv);
+  if (options.includes('--help') || options.includes('-h')) {
     process.stdout.write(helpText(VERSION));
     return 0;
   }
-  if (argv.includes('--version')) {
+  if (options.includes('--version')) {
     process.stdout.write(`${VERSION}\n`);
     return 0;
   }
-  if (argv[0] === 'cache') return cacheCommand(argv.slice(1));
-  const config = loadConfig({ argv });
+  if (positionals[0] === 'cache') return cacheCommand(positionals.slice(1), options);
+  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}" (see --help)`);
+  const config = loadConfig({ argv: options });
+  // Loaded only now: --help, --version and a bad configuration answer without loading the server.
+  const { startServer } = await import('./server.js');
   await startServer(config);
   return undefined; // keep running
 }
 
-async function cacheCommand(args: string[]): Promise<number> {
-  const [sub, ...rest] = args;
+async function cacheCommand([sub, ...args]: string[], options: string[]): Promise<number> {
   if (sub === 'export') {
-    const config = loadConfig({ argv: rest });
+    doing = 'cache export failed';
+    if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}" (see --help)`);
+    const config = loadConfig({ argv: options });
     return withStore(config, exportToStdout);
   }
   if (sub === 'import') {
-    const [file, ...options] = rest;
-    if (file === undefined || (file.startsWith('--') && file !== '-')) {
-      throw new UsageError('cache import needs the NDJSON file to read (or - for stdin) right after "import"');
-    }
+    doing = 'cache import failed';
+    const [file, ...extra] = args;
+    if (file === undefined) throw new UsageError('cache import needs the NDJSON file to read (or - for stdin)');
+    if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}" (see --help)`);
     const config = loadConfig({ argv: options });
     // Opened before the store, so a missing file changes nothing.
     const input = file === '-' ? process.stdin : (await open(file, 'r')).createReadStream();
-    return withStore(config, async (store) => {
-      const { imported, skipped } = await importEntries(store, ndjsonLines(input));
-      process.stderr.write(`imported ${imported} entries, skipped ${skipped}\n`);
-      return 0;
-    });
+    const lock = lockForImport(config, file);
+    try {
+      return await withStore(config, async (store) => {
+        const { imported, skipped } = await importEntries(store, ndjsonLines(input));
+        process.stderr.write(`imported ${imported} entries, skipped ${skipped}\n`);
+        return 0;
+      });
+    } finally {
+      lock?.release();
+    }
   }
   throw new UsageError(
     sub === undefined ? 'cache needs a subcommand: export or import (see --help)' : `unknown cache subcommand "${sub}": use export or import`,
   );
 }
 
+/**
+ * An import into a SQLite cache holds the data dir like a relay: a relay running on it would not see the
+ * entries in its memory (and its byte count would be off), so the import is refused and sent to that
+ * relay's HTTP route; a relay that starts meanwhile is refused. Export only reads, and needs no lock.
+ */
+function lockForImport(config: Readonly<RelayConfig>, file: string): DataDirLock | undefined {
+  if (config.cacheUrl !== 'sqlite') return undefined; // Redis is shared by design; memory lives in this process only
+  try {
+    return lockDataDir(config.dataDir, { role: 'cache import', version: VERSION });
+  } catch (err) {
+    if (!(err instanceof DataDirInUseError) || err.holder?.role !== 'relay') throw err;
+    const base = err.holder.url ?? 'http://HOST:PORT';
+    const body = file === '-' ? '@-' : `@${file}`;
+    throw new DataDirInUseError(err.dir, err.holder, {
+      cause: err,
+      message:
+        `the data dir ${err.dir} is in use by ${describeHolder(err.holder)}; import through it instead ` +
+        `(POST /api/cache/v1/import): curl -s ${base}/api/cache/v1/import -H 'content-type: application/x-ndjson' --data-binary ${body}`,
+    });
+  }
+}
+
 async function withStore(config: Readonly<RelayConfig>, work: (store: CacheStore) => Promise<number>): Promise<number> {
+  const { openCacheStore } = await import('./app.js');
   const store = await openCacheStore(config);
   try {
     return await work(store);
@@ -110,7 +145,6 @@ main(process.argv.slice(2)).then(
       process.exit(2);
     }
     const e = err as Error;
-    const doing = process.argv[2] === 'cache' ? `cache ${process.argv[3] ?? ''} failed` : 'could not start';
     process.stderr.write(`llm-relay: ${doing}: ${e.message}\n`);
     process.exit(1);
   },

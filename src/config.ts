@@ -26,6 +26,7 @@ export interface RelayConfig {
   offline: boolean;
   apiTokens: string[];
   logLevel: string;
+  logFormat: 'auto' | 'json' | 'pretty';
   environment: string;
   maxBodyBytes: number;
   maxHeaderBytes: number;
@@ -73,6 +74,7 @@ export const DEFAULTS: Readonly<RelayConfig> = Object.freeze({
   offline: false,
   apiTokens: [],
   logLevel: 'info',
+  logFormat: 'auto',
   environment: 'development',
   maxBodyBytes: 32 * 1024 * 1024,
   maxHeaderBytes: 16 * 1024,
@@ -95,7 +97,7 @@ const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as
 export const SETTINGS: readonly Setting[] = [
   { key: 'port', env: 'PORT', kind: 'int', min: 0, max: 65_535, description: 'TCP port to listen on (0 picks a free port)' },
   { key: 'host', env: 'HOST', kind: 'string', description: 'address to bind; 0.0.0.0 in the Docker image' },
-  { key: 'upstreamUrl', env: 'RELAY_UPSTREAM_URL', kind: 'url', description: 'origin of the default route: /v1/chat/completions goes to <origin>/v1/chat/completions' },
+  { key: 'upstreamUrl', env: 'RELAY_UPSTREAM_URL', kind: 'url', description: 'origin of the default route, without /v1: /v1/chat/completions goes to <origin>/v1/chat/completions' },
   { key: 'dataDir', env: 'RELAY_DATA_DIR', kind: 'string', description: 'directory of the embedded SQLite databases and the durable outbox' },
   { key: 'cacheUrl', env: 'RELAY_CACHE_URL', kind: 'string', description: 'cache store: sqlite, memory, or redis://… / rediss://…' },
   { key: 'reportsUrl', env: 'RELAY_REPORTS_URL', kind: 'string', description: 'report store: sqlite, or postgres://… / postgresql://…' },
@@ -107,6 +109,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'offline', env: 'RELAY_OFFLINE', kind: 'bool', description: 'never call upstream: a cache miss is answered 504 (CI replay)' },
   { key: 'apiTokens', env: 'RELAY_API_TOKENS', kind: 'list', description: 'comma-separated access tokens; when set every route but /healthz needs one' },
   { key: 'logLevel', env: 'RELAY_LOG_LEVEL', kind: 'level', values: LEVELS, description: 'pino log level' },
+  { key: 'logFormat', env: 'RELAY_LOG_FORMAT', kind: 'enum', values: ['auto', 'json', 'pretty'], description: 'json (one object per line), pretty (for a person), or auto: pretty when stdout is a terminal, else json' },
   { key: 'environment', env: 'RELAY_ENVIRONMENT', kind: 'string', description: 'metadata.environment of proxied reports that do not name one' },
   { key: 'maxBodyBytes', env: 'RELAY_MAX_BODY_BYTES', kind: 'int', min: 1024, description: 'largest request body accepted (413 above it)' },
   { key: 'maxHeaderBytes', env: 'RELAY_MAX_HEADER_BYTES', kind: 'int', min: 1024, max: 1_048_576, description: 'largest request headers (names and values) accepted (431 above it)' },
@@ -168,34 +171,84 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<RelayConfig> {
   return Object.freeze(config);
 }
 
+/** One option of a command line, with its value when it has one (`--port 80`, `--port=80`). */
+interface OptionWord {
+  name: string;
+  value?: string;
+  /** the words it took, for handing the options on */
+  words: string[];
+}
+
+export interface CommandLine {
+  /** the words that are not options: a command and its arguments (`cache`, `import`, `FILE`) */
+  positionals: string[];
+  /** the options with their values, as given, for loadConfig */
+  options: string[];
+}
+
+/** Options that take no value; the command handles them before any configuration is loaded. */
+const STANDALONE = new Set(['--help', '-h', '--version']);
+/** `--offline` may stand alone (true) or take one of these; any other word after it is not its value. */
+const BOOL_WORD = /^(true|false|1|0|yes|no|on|off)$/i;
+
+function tokenize(argv: readonly string[]): { positionals: string[]; options: OptionWord[] } {
+  const known = new Set(SETTINGS.map(flagName));
+  const positionals: string[] = [];
+  const options: OptionWord[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') {
+      positionals.push(...argv.slice(i + 1));
+      break;
+    }
+    // `-` (stdin) and every word not starting with `--` is an argument.
+    if (!arg.startsWith('--') && !STANDALONE.has(arg)) {
+      positionals.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    if (eq > 0) {
+      options.push({ name: arg.slice(0, eq), value: arg.slice(eq + 1), words: [arg] });
+      continue;
+    }
+    const next = argv[i + 1];
+    let takesNext: boolean;
+    if (STANDALONE.has(arg)) takesNext = false;
+    else if (arg === '--offline') takesNext = next !== undefined && BOOL_WORD.test(next);
+    else if (arg === '--config' || known.has(arg)) takesNext = next !== undefined;
+    else takesNext = next !== undefined && !next.startsWith('-'); // an unknown option's value, probably
+    if (takesNext) {
+      options.push({ name: arg, value: next!, words: [arg, next!] });
+      i++;
+    } else options.push({ name: arg, words: [arg] });
+  }
+  return { positionals, options };
+}
+
+/**
+ * Splits a command line into the options (each with its value) and the other words, so that options may
+ * come before, between or after a command and its arguments: `llm-relay --data-dir X cache import FILE`
+ * and `llm-relay cache import FILE --data-dir X` are the same.
+ */
+export function splitArgv(argv: readonly string[]): CommandLine {
+  const { positionals, options } = tokenize(argv);
+  return { positionals, options: options.flatMap((o) => o.words) };
+}
+
 function parseArgv(argv: string[], problems: string[]): { flags: Map<string, string>; configFile?: string } {
   const known = new Set(SETTINGS.map(flagName));
   const flags = new Map<string, string>();
   let configFile: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (!arg.startsWith('--')) {
-      problems.push(`unexpected argument "${arg}" (see --help)`);
-      continue;
-    }
-    const eq = arg.indexOf('=');
-    const name = eq > 0 ? arg.slice(0, eq) : arg;
-    const isBoolFlag = name === '--offline';
-    let value = eq > 0 ? arg.slice(eq + 1) : undefined;
+  const { positionals, options } = tokenize(argv);
+  for (const arg of positionals) problems.push(`unexpected argument "${arg}" (see --help)`);
+  for (const { name, value } of options) {
     if (name === '--config') {
-      value ??= argv[++i];
       if (value === undefined) problems.push('--config needs a file name');
       else configFile = value;
-      continue;
-    }
-    if (!known.has(name)) {
-      problems.push(`unknown option ${name} (see --help)`);
-      if (value === undefined && argv[i + 1] !== undefined && !argv[i + 1]!.startsWith('--')) i++; // its value
-      continue;
-    }
-    if (value === undefined) value = isBoolFlag && (argv[i + 1] ?? '--').startsWith('--') ? 'true' : argv[++i];
-    if (value === undefined) problems.push(`${name} needs a value`);
-    else flags.set(name, value);
+    } else if (!known.has(name)) problems.push(`unknown option ${name} (see --help)`);
+    else if (value !== undefined) flags.set(name, value);
+    else if (name === '--offline') flags.set(name, 'true');
+    else problems.push(`${name} needs a value`);
   }
   return configFile === undefined ? { flags } : { flags, configFile };
 }
@@ -276,6 +329,7 @@ function validate(raw: Record<string, unknown>, problems: string[]): RelayConfig
         break;
       case 'url':
         if (!isHttpOrigin(v)) problems.push(`${name}: must be an http:// or https:// URL, got "${String(v)}"`);
+        else if (endsInV1(v)) problems.push(`${name}: ${doubledV1('/v1/chat/completions', v)}`);
         break;
       default:
         if (typeof v !== 'string' || v.length === 0) problems.push(`${name}: must be a non-empty string`);
@@ -320,6 +374,10 @@ function validateRoutes(routes: unknown, problems: string[]): RouteConfig[] {
     if (!isHttpOrigin(route?.upstream)) {
       problems.push(`routes[${i}].upstream: must be an http:// or https:// URL`);
       ok = false;
+    } else if (typeof prefix === 'string' && !/\/v1$/.test(prefix) && endsInV1(route.upstream)) {
+      // Under a prefix that ends in /v1 the client's path after it no longer carries /v1: that pairing works.
+      problems.push(`routes[${i}].upstream: ${doubledV1(`${prefix}/v1/chat/completions`, route.upstream)}`);
+      ok = false;
     }
     if (ok) {
       seen.add(prefix as string);
@@ -339,11 +397,27 @@ function isHttpOrigin(v: unknown): v is string {
   }
 }
 
+/**
+ * An upstream whose path ends in /v1: the OPENAI_BASE_URL habit. The relay keeps the client's path, which
+ * already starts with /v1, so every call would go to /v1/v1/…. Another base path (e.g. /openai) is kept.
+ */
+function endsInV1(url: string): boolean {
+  return /\/v1\/*$/.test(new URL(url).pathname);
+}
+
+function doubledV1(example: string, url: string): string {
+  const u = new URL(url);
+  u.pathname = u.pathname.replace(/\/v1\/*$/, '');
+  const origin = redact(u.toString()).replace(/\/+$/, '');
+  return `must be the origin without /v1: use "${origin}"; a request for ${example} already carries /v1`;
+}
+
 /** A connection string without its password, for messages and logs. */
 export function redact(url: string): string {
   try {
     const u = new URL(url);
-    if (u.password) u.password = '***';
+    if (!u.password) return url; // as written (URL would add a trailing slash)
+    u.password = '***';
     return u.toString();
   } catch {
     return url;
@@ -367,7 +441,9 @@ export function helpText(version: string): string {
     '       llm-relay cache export [options] > FILE.ndjson  write every live cache entry as NDJSON to stdout',
     '       llm-relay cache import FILE|- [options]         add the entries of an NDJSON file (- for stdin) to the cache',
     '',
-    '`cache export|import` work on the configured cache store (--cache-url, --data-dir, ...) without a server.',
+    '`cache export|import` work on the configured cache store (--cache-url, --data-dir, ...) without a server;',
+    'import is refused into a SQLite data dir a running relay holds (use its POST /api/cache/v1/import).',
+    'Options may come before or after the command and its arguments.',
     '',
     'Every option can also be set by its environment variable or in a JSON config file;',
     'flags win over the environment, which wins over the file, which wins over the defaults.',

@@ -8,6 +8,7 @@ import { Worker } from 'node:worker_threads';
 import type { RecordBatch } from './core/exchange-record.js';
 import type { ReportPort, WriterCounters } from './core/report-service.js';
 import type { ApiOutcome } from './core/report-sink.js';
+import { preparePrivateFile } from './storage/private-files.js';
 
 /** What the worker needs to build its side: plain data (it crosses to the thread). */
 export interface ReportThreadSettings {
@@ -32,6 +33,7 @@ export interface ReportThreadLog {
 /** Messages from the worker. */
 export type FromWorker =
   | { t: 'done'; n: number; outcomes?: ApiOutcome[]; counters: WriterCounters }
+  | { t: 'counters'; counters: WriterCounters }
   | { t: 'log'; level: 'warn' | 'error'; obj: Record<string, unknown>; msg: string };
 
 /** Messages to the worker. */
@@ -68,6 +70,7 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
         return;
       }
       counters = msg.counters;
+      if (msg.t === 'counters') return;
       const p = pending.get(msg.n);
       if (!p) return;
       pending.delete(msg.n);
@@ -98,8 +101,12 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
     });
   }
 
-  // Reports an earlier run left in the outbox are delivered from the start, not with the first new one.
-  if (existsSync(settings.outboxFile) && statSync(settings.outboxFile).size > 0) worker = start();
+  // Reports an earlier run left in the outbox are delivered from the start, not with the first new one;
+  // and the file (it holds prompts) is its owner's only, even before the thread opens it.
+  if (existsSync(settings.outboxFile)) {
+    preparePrivateFile(settings.outboxFile);
+    if (statSync(settings.outboxFile).size > 0) worker = start();
+  }
 
   return {
     async send(batch) {

@@ -58,6 +58,10 @@ function lazyStore(): ReportStore & { closeIfOpen(): Promise<void> } {
 }
 
 const store = lazyStore();
+// (a function declaration: the writer calls it from a delivery that may start as soon as it is created)
+function counters() {
+  return { pending: writer.pending, written: writer.written, dropped: writer.dropped, outboxDepth: writer.outboxDepth };
+}
 const outbox = await openOutboxFile(settings.outboxFile);
 let lastStoreError = 0;
 const writer = createReportWriter({
@@ -72,6 +76,9 @@ const writer = createReportWriter({
     lastStoreError = Date.now();
     send({ t: 'log', level: 'warn', obj: { ...logged(err), outboxDepth: outbox.depth }, msg: 'report store failed: reports go to the outbox' });
   },
+  // The event loop learns of outbox deliveries as they happen (for /readyz and /metrics), not only with the
+  // next batch's answer.
+  onDelivered: () => send({ t: 'counters', counters: counters() }),
   onQuarantined: (count) =>
     send({ t: 'log', level: 'error', obj: { count }, msg: 'the report store refused reports it should take: kept aside in outbox.rejected.ndjson' }),
 });
@@ -86,7 +93,6 @@ const sink = createReportSink({
   onBroken: (err, id) => send({ t: 'log', level: 'error', obj: { ...logged(err), reportId: id }, msg: 'report not written' }),
 });
 
-const counters = () => ({ pending: writer.pending, written: writer.written, dropped: writer.dropped, outboxDepth: writer.outboxDepth });
 
 port.on('message', (msg: ToWorker) => {
   if (msg.t === 'batch') {

@@ -5,11 +5,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { RELAY_ERR_UNAUTHORIZED } from '../errors.js';
+import { BROWSER_PATHS } from './browser-routes.js';
 import { DASHBOARD_PATHS } from './dashboard-routes.js';
 
 // The dashboard's files hold no data (every number comes from /api, which needs the token), and a browser
-// cannot put a header on a page load.
-const OPEN_ROUTES = new Set<string>(['/healthz', ...DASHBOARD_PATHS]);
+// cannot put a header on a page load; nor do the redirect of / to them and the empty favicon.
+const OPEN_ROUTES = new Set<string>(['/healthz', ...DASHBOARD_PATHS, ...BROWSER_PATHS]);
 
 function digest(token: string): Buffer {
   return createHash('sha256').update(token).digest();

@@ -4,14 +4,15 @@
 // body is taken as bytes whatever its type, the answer is a status, headers and a string or a stream.
 // What fastify gives its routes, the edge does itself in the relay's own terms: the access token, the
 // body limit, error answers in the relay's shape, the access log line, the request counter, and a 503
-// while the relay shuts down. Everything else (the /api routes, /metrics, /docs, /dashboard, unknown
-// methods) stays with fastify.
+// while the relay shuts down. Everything else (the /api routes, /metrics, /docs, /dashboard, a browser's
+// GET / and /favicon.ico, unknown methods) stays with fastify.
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { Logger } from 'pino';
 import { RELAY_ERR_BAD_REQUEST, RELAY_ERR_BODY_TOO_LARGE, RELAY_ERR_SHUTTING_DOWN, RELAY_ERR_UNAUTHORIZED } from '../errors.js';
 import { ClientGone, type Exchange, type ProxyResponse } from '../core/proxy-types.js';
 import { type AccessLine, logArrival, logCompleted } from './access-log.js';
 import { type RelayErrorFacts, dialectOf, errorAnswer, errorFacts } from '../core/error-answer.js';
+import { isBrowserRequest } from './browser-routes.js';
 
 /** Paths the relay answers itself (fastify): an unknown one under them is a 404, never forwarded. */
 const OWN_PREFIXES = ['/api/', '/healthz', '/readyz', '/metrics', '/docs', '/dashboard'];
@@ -169,7 +170,9 @@ export function createProxyEdge(opts: ProxyEdgeOptions): ProxyEdge {
     takes(req) {
       const url = req.url;
       if (url === undefined || url.charCodeAt(0) !== 0x2f /* / */ || !METHODS.has(req.method!)) return false;
-      return url !== '/api' && !OWN_PREFIXES.some((p) => url.startsWith(p));
+      if (url === '/api' || OWN_PREFIXES.some((p) => url.startsWith(p))) return false;
+      // A browser opening the relay's address (see browser-routes.ts).
+      return !isBrowserRequest(req.method, url, req.headers.accept);
     },
 
     handle(req, res) {

@@ -3,8 +3,9 @@
 // byte offset and acknowledges what the store took; once everything is delivered the file is truncated.
 // After a crash the whole file is offered again: the store's insert is idempotent by id, so nothing is
 // stored twice.
-import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { makePrivateDir, preparePrivateFile } from './private-files.js';
 import type { StoredReport } from './report-store.js';
 
 export interface OutboxFile {
@@ -25,7 +26,8 @@ const NEWLINE = 0x0a;
 const READ_CHUNK = 1 << 20;
 
 export async function openOutboxFile(path: string): Promise<OutboxFile> {
-  await mkdir(dirname(path), { recursive: true });
+  makePrivateDir(dirname(path));
+  preparePrivateFile(path);
   const fh: FileHandle = await open(path, 'a+');
   let size = (await fh.stat()).size;
   let readOffset = 0;
@@ -107,7 +109,9 @@ export async function openOutboxFile(path: string): Promise<OutboxFile> {
       }),
     quarantine: (reports) =>
       serial(async () => {
-        const q = await open(path.replace(/\.ndjson$/, '') + '.rejected.ndjson', 'a');
+        const rejected = path.replace(/\.ndjson$/, '') + '.rejected.ndjson';
+        preparePrivateFile(rejected);
+        const q = await open(rejected, 'a');
         try {
           await q.write(reports.map((r) => `${JSON.stringify(r)}\n`).join(''));
           await q.datasync();

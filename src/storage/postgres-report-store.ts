@@ -79,10 +79,17 @@ export async function createPostgresReportStore(opts: PostgresReportStoreOptions
       { cause: err },
     );
   }
+  // A client taken from the pool has no 'error' listener of its own until it goes back: a connection that
+  // drops between two of the statements below would otherwise throw from its 'error' event and take the
+  // process (or the report worker) down. The failing statement rejects and is handled below.
+  const ignore = (): void => {};
+  client.on('error', ignore);
   try {
     await prepareSchema(client, schema, table);
+    client.off('error', ignore);
     client.release();
   } catch (err) {
+    client.off('error', ignore);
     client.release(err instanceof Error ? err : true);
     await pool.end().catch(() => {});
     throw fail(`prepare ${table}`, err);

@@ -2,13 +2,13 @@
 // better-sqlite3 is synchronous; the port is async so that core sees every adapter the same way, and each
 // call here is one or two small indexed statements, so blocking the event loop for them is cheap. Reads
 // do not write: their recency is batched (see pendingTouches).
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import { StoreUnavailableError } from '../errors.js';
 import { createQuietTimer } from '../quiet-timer.js';
 import type { CacheRecord, CacheStore, CacheStoreStats } from './cache-store.js';
+import { makePrivateDir, preparePrivateFile, sqliteCompanions } from './private-files.js';
 
 export interface SqliteCacheStoreOptions {
   /** Path of the database file (its directory is created if missing), or ':memory:'. */
@@ -69,7 +69,10 @@ function toRecord(row: Row): CacheRecord {
 }
 
 function openDatabase(file: string, busyTimeoutMs: number): Database.Database {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  if (file !== ':memory:') {
+    makePrivateDir(dirname(file));
+    preparePrivateFile(file, sqliteCompanions(file));
+  }
   const db = new Database(file);
   try {
     db.pragma('journal_mode = WAL');

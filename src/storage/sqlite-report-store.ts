@@ -1,9 +1,9 @@
 // The embedded report store: one SQLite file in the data dir. The indexed columns answer the list filters;
 // the whole report is kept as JSON text, so fields this version does not know survive a round trip.
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../errors.js';
+import { makePrivateDir, preparePrivateFile, sqliteCompanions } from './private-files.js';
 import { createSqliteWriter } from './sqlite-writer.js';
 import { buildListSql, pageFromRows, reportColumns } from './report-filters.js';
 import { type StatsDialect, type StatsRow, buildStatsSql, statsResult } from './report-stats-sql.js';
@@ -91,7 +91,8 @@ interface ListRow {
 export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportStore {
   let db: Database.Database;
   try {
-    mkdirSync(dirname(opts.file), { recursive: true });
+    makePrivateDir(dirname(opts.file));
+    preparePrivateFile(opts.file, sqliteCompanions(opts.file));
     db = new Database(opts.file);
     // WAL with synchronous=FULL: a committed batch is on disk when insertMany resolves, and the caller
     // acknowledges reports (or drops them from its outbox) only after that.

@@ -1,17 +1,84 @@
 // The built command as users run it.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { SETTINGS, flagName } from '../../src/config.js';
+import { SETTINGS, flagName, helpText } from '../../src/config.js';
+import { VERSION } from '../../src/version.js';
 import { CLI } from '../helpers/relay-process.js';
 
 const run = promisify(execFile);
+
+/** The built command, to its exit. */
+function cli(args: string[], stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '' } });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  child.stdin.end(stdin);
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+function entry(n: number): string {
+  return JSON.stringify({
+    key: `ci:${String(n).repeat(64)}`,
+    createdAt: 1_700_000_000_000,
+    expiresAt: 4_100_000_000_000,
+    value: { v: 1, status: 200, headers: { 'content-type': 'application/json' }, body: { n } },
+  });
+}
 
 describe('llm-relay command', () => {
   it('--help lists every option', async () => {
     const { stdout } = await run(process.execPath, [CLI, '--help']);
     for (const s of SETTINGS) expect(stdout).toContain(flagName(s));
     expect(stdout).toContain('--config FILE');
+  });
+
+  it('--help anywhere prints the help, and nothing else happens', async () => {
+    for (const args of [['--help'], ['-h'], ['cache', 'import', '--help'], ['--port', '1', '--help'], ['cache', '--help', 'export'], ['nonsense', '--help']]) {
+      expect(await cli(args), args.join(' ')).toEqual({ code: 0, stdout: helpText(VERSION), stderr: '' });
+    }
+    expect(await cli(['cache', 'export', '--version'])).toEqual({ code: 0, stdout: `${VERSION}\n`, stderr: '' });
+  });
+
+  it('options may come before, between or after the command and its arguments', async () => {
+    const { tempDir } = await import('../helpers/relay.js');
+    const dir = await tempDir();
+    try {
+      const file = join(dir, 'entries.ndjson');
+      await writeFile(file, `${entry(1)}\n${entry(2)}\n`);
+      const a = join(dir, 'a');
+      const b = join(dir, 'b');
+      const imported = { code: 0, stdout: '', stderr: 'imported 2 entries, skipped 0\n' };
+      expect(await cli(['--data-dir', a, 'cache', 'import', file])).toEqual(imported);
+      expect(await cli(['cache', 'import', file, '--data-dir', b])).toEqual(imported);
+      const exported = { code: 0, stdout: `${entry(1)}\n${entry(2)}\n`, stderr: 'exported 2 entries\n' };
+      expect(await cli(['cache', '--data-dir', a, 'export'])).toEqual(exported);
+      expect(await cli([`--data-dir=${b}`, 'cache', 'export'])).toEqual(exported);
+      // --offline stands alone unless a true/false word follows it: `cache` is the command, not its value.
+      expect(await cli(['--offline', 'cache', 'export', '--cache-url', 'sqlite', '--data-dir', b])).toEqual(exported);
+      expect(await cli(['--offline', 'false', 'cache', 'import', '-', '--data-dir', b], `${entry(3)}\n`)).toEqual({
+        code: 0,
+        stdout: '',
+        stderr: 'imported 1 entries, skipped 0\n',
+      });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('a word that is no command is refused (exit 2), wherever it stands', async () => {
+    expect(await cli(['serve'])).toEqual({ code: 2, stdout: '', stderr: 'llm-relay: unexpected argument "serve" (see --help)\n' });
+    expect(await cli(['--port', '0', 'serve'])).toEqual({ code: 2, stdout: '', stderr: 'llm-relay: unexpected argument "serve" (see --help)\n' });
+    expect(await cli(['cache', 'export', 'extra'])).toEqual({ code: 2, stdout: '', stderr: 'llm-relay: unexpected argument "extra" (see --help)\n' });
+    expect(await cli(['cache', 'import', 'a.ndjson', 'b.ndjson'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'llm-relay: unexpected argument "b.ndjson" (see --help)\n',
+    });
   });
 
   it('a bad configuration stops start-up with one message listing every problem', async () => {

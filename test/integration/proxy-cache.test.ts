@@ -1,11 +1,12 @@
 // Cache behaviour of the proxy (DESIGN §3–§4): directives, headers, what is never cached, namespaces,
 // single flight, and the shared store with the direct API.
 import { createHash } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { cacheHash } from '../../src/core/cache-key.js';
 import { type FakeUpstream, chatCompletion, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { chat } from '../helpers/proxy-call.js';
-import { type TestRelay, get, post, startRelay } from '../helpers/relay.js';
+import { type TestRelay, get, post, startRelay, tempDir } from '../helpers/relay.js';
 
 let up: FakeUpstream;
 let relay: TestRelay;
@@ -391,10 +392,16 @@ describe('one store, one key function for both paths', () => {
 
 describe('offline mode', () => {
   it('answers hits and refuses misses with 504 without calling upstream', async () => {
-    const dataDir = relay.dataDir;
+    const dataDir = await tempDir();
     const p = fresh();
-    await chat(relay.url, p, { headers: { 'x-relay-cache-namespace': 'ci' } });
-    // A second relay on the same data dir, offline: what the first one recorded is replayed.
+    // Recorded by one relay; then, once it has stopped (a data dir has one relay at a time), a relay on the
+    // same data dir, offline, replays what it recorded.
+    const recorder = await startRelay({ cacheUrl: 'sqlite', upstreamUrl: up.url, dataDir });
+    try {
+      await chat(recorder.url, p, { headers: { 'x-relay-cache-namespace': 'ci' } });
+    } finally {
+      await recorder.close();
+    }
     const offline = await startRelay({ cacheUrl: 'sqlite', upstreamUrl: up.url, offline: true, dataDir });
     try {
       const hit = await chat(offline.url, p, { headers: { 'x-relay-cache-namespace': 'ci' } });
@@ -407,6 +414,7 @@ describe('offline mode', () => {
       expect(get404.status).toBe(504);
     } finally {
       await offline.close();
+      await rm(dataDir, { recursive: true, force: true });
     }
     expect(up.calls).toHaveLength(1);
   });

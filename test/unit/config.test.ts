@@ -3,7 +3,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULTS, SETTINGS, flagName, helpText, loadConfig } from '../../src/config.js';
+import { ConfigError, DEFAULTS, SETTINGS, flagName, helpText, loadConfig, splitArgv } from '../../src/config.js';
 
 async function configFile(content: unknown): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'relay-config-'));
@@ -111,6 +111,41 @@ describe('loadConfig', () => {
     expect(list.length).toBeGreaterThanOrEqual(13);
   });
 
+  it('refuses an upstream ending in /v1 (the OPENAI_BASE_URL habit), saying what to write instead', async () => {
+    for (const [given, origin] of [
+      ['http://host/v1', 'http://host'],
+      ['http://host:8080/v1/', 'http://host:8080'],
+      ['https://api.groq.com/openai/v1', 'https://api.groq.com/openai'],
+    ]) {
+      expect(problems(() => loadConfig({ env: { RELAY_UPSTREAM_URL: given } }))).toEqual([
+        `upstreamUrl (RELAY_UPSTREAM_URL): must be the origin without /v1: use "${origin}"; a request for /v1/chat/completions already carries /v1`,
+      ]);
+    }
+    expect(problems(() => loadConfig({ env: {}, argv: ['--upstream-url', 'http://host/v1'] }))).toEqual([
+      'upstreamUrl (RELAY_UPSTREAM_URL): must be the origin without /v1: use "http://host"; a request for /v1/chat/completions already carries /v1',
+    ]);
+    const file = await configFile({ routes: [{ prefix: '/anthropic', upstream: 'https://api.anthropic.com/v1' }] });
+    expect(problems(() => loadConfig({ env: { RELAY_CONFIG: file } }))).toEqual([
+      'routes[0].upstream: must be the origin without /v1: use "https://api.anthropic.com"; a request for /anthropic/v1/chat/completions already carries /v1',
+    ]);
+  });
+
+  it('keeps a base path that is not /v1, and an upstream ending in /v1 under a prefix that ends in /v1', async () => {
+    const file = await configFile({
+      upstreamUrl: 'https://gateway.example/openai/',
+      routes: [
+        { prefix: '/groq/v1', upstream: 'https://api.groq.com/openai/v1' },
+        { prefix: '/v1beta', upstream: 'https://example.com/v1beta' },
+      ],
+    });
+    const c = loadConfig({ env: { RELAY_CONFIG: file } });
+    expect(c.upstreamUrl).toBe('https://gateway.example/openai');
+    expect(c.routes).toEqual([
+      { prefix: '/groq/v1', upstream: 'https://api.groq.com/openai/v1' },
+      { prefix: '/v1beta', upstream: 'https://example.com/v1beta' },
+    ]);
+  });
+
   it('never echoes a password from a bad store URL', () => {
     const list = problems(() => loadConfig({ env: { RELAY_REPORTS_URL: 'mysql://u:hunter2@db/x' } }));
     expect(list.join('\n')).not.toContain('hunter2');
@@ -118,6 +153,28 @@ describe('loadConfig', () => {
 
   it('an unreadable config file is a problem, not a crash', () => {
     expect(problems(() => loadConfig({ env: { RELAY_CONFIG: '/nonexistent/relay.json' } }))[0]).toContain('/nonexistent/relay.json');
+  });
+});
+
+describe('splitArgv', () => {
+  it('separates the command and its arguments from the options, each option with its value', () => {
+    expect(splitArgv(['--data-dir', 'X', 'cache', 'import', 'FILE'])).toEqual({ positionals: ['cache', 'import', 'FILE'], options: ['--data-dir', 'X'] });
+    expect(splitArgv(['cache', 'import', 'FILE', '--data-dir', 'X'])).toEqual({ positionals: ['cache', 'import', 'FILE'], options: ['--data-dir', 'X'] });
+    expect(splitArgv(['cache', '--data-dir=X', 'export', '--port', '1'])).toEqual({ positionals: ['cache', 'export'], options: ['--data-dir=X', '--port', '1'] });
+    expect(splitArgv(['cache', 'import', '-', '--offline'])).toEqual({ positionals: ['cache', 'import', '-'], options: ['--offline'] });
+    expect(splitArgv(['--offline', 'cache', 'export'])).toEqual({ positionals: ['cache', 'export'], options: ['--offline'] });
+    expect(splitArgv(['--offline', 'off', 'cache'])).toEqual({ positionals: ['cache'], options: ['--offline', 'off'] });
+    expect(splitArgv(['--help', 'cache', '-h', '--version'])).toEqual({ positionals: ['cache'], options: ['--help', '-h', '--version'] });
+    expect(splitArgv(['--port', '1', '--', '--not-an-option'])).toEqual({ positionals: ['--not-an-option'], options: ['--port', '1'] });
+  });
+
+  it('loadConfig reads the options wherever they stand, and names a stray word', () => {
+    expect(loadConfig({ env: {}, argv: ['--offline', '--port', '1'] })).toMatchObject({ offline: true, port: 1 });
+    expect(loadConfig({ env: {}, argv: ['--offline', 'no'] }).offline).toBe(false);
+    expect(problems(() => loadConfig({ env: {}, argv: ['--port', '1', 'serve', '--host'] }))).toEqual([
+      'unexpected argument "serve" (see --help)',
+      '--host needs a value',
+    ]);
   });
 });
 

@@ -1,0 +1,43 @@
+// The data dir holds prompts and answers (cache entries, reports, the outbox): only its owner may read it.
+// A data dir the relay creates is 0700 and every file it creates there 0600, whatever the umask. SQLite
+// gives a database's -wal, -shm and -journal files the mode of the database file, so creating that file
+// first (empty, 0600: an empty file is an empty database) covers them. Files an older relay left readable
+// by others are tightened when they are opened again. A data dir that already exists keeps its mode: it
+// may be a directory the user chose for more than the relay.
+import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
+
+export const PRIVATE_DIR_MODE = 0o700;
+export const PRIVATE_FILE_MODE = 0o600;
+
+/** SQLite's companion files of a database, tightened with it when an older relay left them open to others. */
+export function sqliteCompanions(file: string): string[] {
+  return [`${file}-wal`, `${file}-shm`, `${file}-journal`];
+}
+
+export function makePrivateDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+}
+
+/**
+ * Creates `file` empty with mode 0600 when it is missing; otherwise tightens its mode (and that of the
+ * `companions` present) to 0600. An existing file is never opened here: closing a descriptor of a file
+ * drops every POSIX lock this process holds on it, and SQLite keeps its locks (the data-dir lock's too)
+ * that way. A missing file has no lock to lose.
+ */
+export function preparePrivateFile(file: string, companions: readonly string[] = []): void {
+  try {
+    closeSync(openSync(file, 'wx', PRIVATE_FILE_MODE));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    tighten(file);
+  }
+  for (const c of companions) tighten(c);
+}
+
+function tighten(file: string): void {
+  try {
+    if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, PRIVATE_FILE_MODE);
+  } catch {
+    // Missing (a companion SQLite has not made), or not ours to change: the open that follows says more.
+  }
+}
