@@ -1,45 +1,33 @@
 // buildApp: the one place where concrete stores are built and wired to the services and routes.
 // It does not listen; server.ts does (tests call buildApp and listen on port 0).
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
-import { TypeBoxValidatorCompiler, registerAjvFormats } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import type { RelayConfig } from './config.js';
 import { type CacheService, createCacheService } from './core/cache-service.js';
 import { type ReportService, createReportService } from './core/report-service.js';
-import { AccessLog, createRequestIds } from './http/access-log.js';
-import { createTokenCheck, requireTokens } from './http/auth.js';
-import { cacheRoutes } from './http/cache-routes.js';
-import { cacheTransferRoutes } from './http/cache-transfer-routes.js';
-import { clientErrorHandler, refuseConnect } from './http/client-errors.js';
-import { registerDocs } from './http/docs.js';
-import { frameworkErrors, installErrorHandling } from './http/error-handler.js';
-import { useStrictJsonBodies } from './http/json-body.js';
-import { installDraining } from './http/draining.js';
+import { createRequestIds } from './http/access-log.js';
+import { createTokenCheck } from './http/auth.js';
 import { createMetrics } from './http/metrics.js';
-import { opsRoutes } from './http/ops-routes.js';
-import { dashboardRoutes } from './http/dashboard-routes.js';
-import { browserRoutes } from './http/browser-routes.js';
-import { type ProxyEdge, createProxyEdge, edgeServerFactory } from './http/proxy-edge.js';
-import { reportingRoutes } from './http/reporting-routes.js';
+import { createProxyEdge } from './http/proxy-edge.js';
+import { createRelayServer } from './http/relay-server.js';
+import type { Site } from './http/site.js';
 import { createExchange } from './core/exchange.js';
 import type { Exchange } from './core/proxy-types.js';
 import { createRouter } from './core/routing.js';
 import { createUpstreamClient } from './upstream/upstream-client.js';
 import type { CacheStore } from './storage/cache-store.js';
-import { createMemoryCacheStore } from './storage/memory-cache-store.js';
-import { createPostgresReportStore } from './storage/postgres-report-store.js';
-import { createRedisCacheStore } from './storage/redis-cache-store.js';
 import type { ReportStore } from './storage/report-store.js';
-import { createSqliteCacheStore } from './storage/sqlite-cache-store.js';
-import { createSqliteReportStore } from './storage/sqlite-report-store.js';
 import { createReportThread } from './report-thread.js';
 import { type DataDirLock, lockDataDir } from './storage/data-dir-lock.js';
 import { listenUrls } from './listen-url.js';
 import { logDestination } from './log-destination.js';
 import { bannerText, startupFacts } from './banner.js';
 import { VERSION } from './version.js';
+
+/** How often a draining server closes the connections that have gone idle. */
+const IDLE_SWEEP_MS = 100;
 
 export interface AppOverrides {
   cacheStore?: CacheStore;
@@ -50,11 +38,20 @@ export interface AppOverrides {
 }
 
 export interface Relay {
-  app: FastifyInstance;
+  /** the relay's one HTTP server (relay-server.ts) */
+  server: Server;
+  log: Logger;
   config: Readonly<RelayConfig>;
   cache: CacheService;
   reports: ReportService;
   exchange: Exchange;
+  /** listens, says so (the start-up banner) and resolves with the URL a local client opens */
+  listen(port: number, host: string): Promise<string>;
+  /**
+   * Stops accepting, lets calls in flight finish (their connections close when idle), writes every
+   * report, closes the stores and gives the data dir back. Requests that still arrive meanwhile get a 503.
+   */
+  close(): Promise<void>;
 }
 
 /** Credentials never reach a log line, at any level. */
@@ -73,15 +70,26 @@ function requestForLog(req: { method: string; url: string; hostname?: string; ip
   return { method: req.method, url: req.url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]'), hostname: req.hostname, remoteAddress: req.ip };
 }
 
+// Each store's driver is loaded only when it is the one configured (Redis' client and pg are megabytes).
 export async function openCacheStore(config: RelayConfig): Promise<CacheStore> {
-  if (config.cacheUrl === 'memory') return createMemoryCacheStore({ maxBytes: config.cacheMaxBytes });
-  if (config.cacheUrl === 'sqlite')
+  if (config.cacheUrl === 'memory') {
+    const { createMemoryCacheStore } = await import('./storage/memory-cache-store.js');
+    return createMemoryCacheStore({ maxBytes: config.cacheMaxBytes });
+  }
+  if (config.cacheUrl === 'sqlite') {
+    const { createSqliteCacheStore } = await import('./storage/sqlite-cache-store.js');
     return createSqliteCacheStore({ file: join(config.dataDir, 'cache.sqlite'), maxBytes: config.cacheMaxBytes });
+  }
+  const { createRedisCacheStore } = await import('./storage/redis-cache-store.js');
   return createRedisCacheStore({ url: config.cacheUrl });
 }
 
 export async function openReportStore(config: RelayConfig): Promise<ReportStore> {
-  if (config.reportsUrl === 'sqlite') return createSqliteReportStore({ file: join(config.dataDir, 'reports.sqlite') });
+  if (config.reportsUrl === 'sqlite') {
+    const { createSqliteReportStore } = await import('./storage/sqlite-report-store.js');
+    return createSqliteReportStore({ file: join(config.dataDir, 'reports.sqlite') });
+  }
+  const { createPostgresReportStore } = await import('./storage/postgres-report-store.js');
   return createPostgresReportStore({ connectionString: config.reportsUrl });
 }
 
@@ -101,12 +109,11 @@ export async function buildApp(config: Readonly<RelayConfig>, overrides: AppOver
 }
 
 async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, dataDirLock: DataDirLock): Promise<Relay> {
-  registerAjvFormats();
   const pinoLogger = pino(
     { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' }, serializers: { req: requestForLog } },
     overrides.logStream ?? (await logDestination(config.logFormat)),
   );
-  const logger: FastifyBaseLogger = pinoLogger;
+  const logger = pinoLogger;
   const cacheStore = overrides.cacheStore ?? (await openCacheStore(config));
   let reportStore: ReportStore;
   try {
@@ -164,47 +171,8 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
     },
   });
 
-  // The proxy's requests go from the server straight to the proxy edge, the rest to fastify (proxy-edge.ts).
-  let edge: ProxyEdge | undefined;
   const nextRequestId = createRequestIds();
-  const app = Fastify({
-    loggerInstance: logger,
-    bodyLimit: config.maxBodyBytes,
-    serverFactory: edgeServerFactory({ maxHeaderBytes: config.maxHeaderBytes, requestTimeoutMs: config.requestTimeoutMs }, () => edge),
-    genReqId: nextRequestId,
-    clientErrorHandler: clientErrorHandler(config.maxHeaderBytes),
-    frameworkErrors,
-    // Requests during shutdown get the relay's own 503 (see draining.ts).
-    return503OnClosing: false,
-    // One access line per request instead of fastify's two (see AccessLog).
-    logController: new AccessLog(),
-  });
-  app.server.on('connect', refuseConnect);
-  app.setValidatorCompiler(TypeBoxValidatorCompiler);
-  // Replies are plain JSON; schemas on responses are for the OpenAPI document only.
-  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  installErrorHandling(app);
-  const draining = installDraining(app);
-  requireTokens(app, config.apiTokens);
-  // Before every route plugin: fastify copies hooks into child scopes when they are registered.
-  metrics.install(app);
-  await registerDocs(app, VERSION);
-
-  await app.register(async (api) => {
-    useStrictJsonBodies(api, config.maxJsonDepth);
-    await api.register(reportingRoutes, { reports });
-    await api.register(cacheRoutes, { cache });
-    await api.register(cacheTransferRoutes, { store: cacheStore });
-  });
-  await app.register(dashboardRoutes);
-  await app.register(browserRoutes);
-  await app.register(opsRoutes, {
-    cacheStore,
-    reportStore,
-    timeoutMs: config.storeTimeoutMs,
-    outboxDepth: () => reports.counters.outboxDepth,
-  });
-
+  let closing = false;
   const upstream = createUpstreamClient({
     connectTimeoutMs: config.upstreamConnectTimeoutMs,
     headersTimeoutMs: config.upstreamHeadersTimeoutMs,
@@ -215,38 +183,89 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
     reports,
     upstream,
     route: createRouter(config.routes, config.upstreamUrl),
-    log: app.log,
+    log: logger,
     cacheOnByDefault: config.cache,
     cacheScope: config.cacheScope,
     offline: config.offline,
     maxJsonDepth: config.maxJsonDepth,
     telemetry: metrics.telemetry,
   });
-  edge = createProxyEdge({
+  const edge = createProxyEdge({
     exchange,
     log: pinoLogger,
     maxBodyBytes: config.maxBodyBytes,
     ...(config.apiTokens.length > 0 ? { tokenCheck: createTokenCheck(config.apiTokens) } : {}),
-    count: (cacheStatus, statusCode) => metrics.countRequest('proxy', cacheStatus, statusCode),
-    closing: draining.closing,
+    count: (route, cacheStatus, statusCode) => metrics.countRequest(route, cacheStatus, statusCode),
+    closing: () => closing,
     nextRequestId,
   });
 
-  app.addHook('onListen', async () => {
-    const urls = listenUrls(app.server.address());
-    if (!urls) return;
-    // For the message a second relay (or `cache import`) on this data dir prints.
-    dataDirLock.update({ url: urls.local });
-    const startup = startupFacts(config, urls, VERSION);
-    logger.info({ startup }, bannerText(startup));
-  });
-  app.addHook('onClose', async () => {
-    await upstream.close();
-    await reports.close();
-    await Promise.allSettled([cacheStore.close(), reportStore.close()]);
-    // Last: until everything above is closed, the data dir is still this relay's.
-    dataDirLock.release();
-  });
+  // The site (fastify: the API, /readyz, /metrics, /docs, /dashboard) is built on the first request for it.
+  let site: Promise<Site> | undefined;
+  // Once built, requests go to it in the same turn the parser hands them over (a request the client
+  // pipelines behind another is answered in order, before a parse error of what follows closes the socket).
+  let built: Site | undefined;
+  const openSite = (): Promise<Site> =>
+    (site ??= import('./http/site.js')
+      .then(({ buildSite }) =>
+        buildSite({ config, version: VERSION, log: logger, server, nextRequestId, metrics, cache, reports, cacheStore, reportStore, closing: () => closing }),
+      )
+      .then((s) => (built = s)));
+  const toSite = (req: IncomingMessage, res: ServerResponse): void => {
+    if (built) return built.handle(req, res);
+    openSite().then(
+      (s) => s.handle(req, res),
+      (err: unknown) => {
+        logger.error({ err }, 'the relay could not build its API');
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+        res.end(JSON.stringify({ statusCode: 500, code: 'RELAY_ERR_INTERNAL', error: 'Internal Server Error', message: 'Internal error' }));
+      },
+    );
+  };
+  const server = createRelayServer({ maxHeaderBytes: config.maxHeaderBytes, requestTimeoutMs: config.requestTimeoutMs }, edge, toSite);
 
-  return { app, config, cache, reports, exchange };
+  let closed: Promise<void> | undefined;
+  return {
+    server,
+    log: logger,
+    config,
+    cache,
+    reports,
+    exchange,
+    async listen(port, host) {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      const urls = listenUrls(server.address())!;
+      // For the message a second relay (or `cache import`) on this data dir prints.
+      dataDirLock.update({ url: urls.local });
+      const startup = startupFacts(config, urls, VERSION);
+      logger.info({ startup }, bannerText(startup));
+      return urls.local;
+    },
+    close() {
+      closed ??= (async () => {
+        closing = true;
+        // Stops accepting; resolves once every connection has ended. Idle ones are closed now, and the
+        // others as they go idle: a keep-alive connection whose last answer (a stream, say) ends during the
+        // drain would otherwise stay open until its keep-alive timeout.
+        const drained = server.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
+        server.closeIdleConnections();
+        const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+        await drained;
+        clearInterval(sweep);
+        if (site) await (await site.catch(() => undefined))?.close();
+        await upstream.close();
+        await reports.close();
+        await Promise.allSettled([cacheStore.close(), reportStore.close()]);
+        // Last: until everything above is closed, the data dir is still this relay's.
+        dataDirLock.release();
+      })();
+      return closed;
+    },
+  };
 }

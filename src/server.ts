@@ -5,15 +5,18 @@ import { type AppOverrides, type Relay, buildApp } from './app.js';
 
 /** How long after the grace period a shutdown may still take (flushing reports, closing stores). */
 const HARD_EXIT_AFTER_GRACE_MS = 10_000;
-/** How often a draining server closes the connections that have gone idle. */
-const IDLE_SWEEP_MS = 100;
 
 export async function startServer(config: Readonly<RelayConfig>, overrides: AppOverrides = {}): Promise<Relay> {
   const relay = await buildApp(config, overrides);
-  const { app } = relay;
-  await app.listen({ port: config.port, host: config.host });
+  const { log, server } = relay;
+  try {
+    await relay.listen(config.port, config.host);
+  } catch (err) {
+    await relay.close();
+    throw err;
+  }
   if (config.apiTokens.length === 0 && !isLoopback(config.host)) {
-    app.log.warn(
+    log.warn(
       { host: config.host },
       'listening on a non-loopback address without RELAY_API_TOKENS: anyone who can reach this port can use it',
     );
@@ -23,32 +26,27 @@ export async function startServer(config: Readonly<RelayConfig>, overrides: AppO
   const shutdown = (signal: NodeJS.Signals): void => {
     if (closing) return;
     closing = true;
-    app.log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down');
+    log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down');
     const force = setTimeout(() => {
-      app.log.warn('grace period over: closing the remaining connections');
-      app.server.closeAllConnections();
+      log.warn('grace period over: closing the remaining connections');
+      server.closeAllConnections();
     }, config.shutdownGraceMs);
     force.unref();
     // Last resort: a close that still hangs (a store that never answers) must not keep the process alive.
     const hard = setTimeout(() => {
-      app.log.error('shutdown did not finish: exiting');
+      log.error('shutdown did not finish: exiting');
       process.exit(1);
     }, config.shutdownGraceMs + HARD_EXIT_AFTER_GRACE_MS);
     hard.unref();
-    // A keep-alive connection whose last answer (a stream, say) ends during the drain would otherwise stay
-    // open until its keep-alive timeout, holding the close for the whole grace period.
-    const idle = setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_MS);
-    idle.unref();
-    app.close().then(
+    relay.close().then(
       () => {
-        clearInterval(idle);
         clearTimeout(force);
         clearTimeout(hard);
-        app.log.info('stopped');
+        log.info('stopped');
         process.exit(0);
       },
       (err: unknown) => {
-        app.log.error({ err }, 'shutdown failed');
+        log.error({ err }, 'shutdown failed');
         process.exit(1);
       },
     );

@@ -40,6 +40,12 @@ export interface ReportServiceOptions {
   batchMax: number;
 }
 
+/**
+ * Most body bytes in one batch: a burst of long streams ending together (a thousand at once) crosses in
+ * slices of this size, so neither thread ever holds the whole burst twice.
+ */
+const BATCH_BYTES = 1024 * 1024;
+
 export interface ReportService {
   /** Hands a proxied exchange's record over; its report is written a moment later. */
   recordProxy(record: ProxyRecord): void;
@@ -64,6 +70,7 @@ interface WaitingApi {
 export function createReportService(opts: ReportServiceOptions): ReportService {
   const { port } = opts;
   let proxy: ProxyRecord[] = [];
+  let proxyBytes = 0;
   let api: WaitingApi[] = [];
   let immediate: NodeJS.Immediate | undefined;
   let inFlight = 0;
@@ -79,6 +86,7 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
     const records = proxy;
     const waiting = api;
     proxy = [];
+    proxyBytes = 0;
     api = [];
     inFlight += records.length + waiting.length;
     port.send(encodeBatch(records, waiting.map((w) => w.record))).then(
@@ -104,7 +112,8 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
     recordProxy(record) {
       if (closed) return;
       proxy.push(record);
-      if (proxy.length >= opts.batchMax) send();
+      proxyBytes += (record.request?.length ?? 0) + (record.response?.length ?? 0);
+      if (proxy.length >= opts.batchMax || proxyBytes >= BATCH_BYTES) send();
       else if (!immediate) quiet.poke();
     },
     recordApi(record) {

@@ -17,7 +17,25 @@ const counters = new Map<Encoding, Counter>();
 /** Text counted exactly; a longer text is counted on its start and scaled to its length. */
 const SAMPLE_CHARS = 32_768;
 /** BPE is quadratic in the length of a run without spaces ('x' × 32 KB takes most of a second): runs are cut. */
+const RUN_LIMIT = 256;
 const LONG_RUN = /\S{256}(?=\S)/g;
+
+/** Whether the text has a run of RUN_LIMIT characters without a space (prose has none: found by indexOf hops). */
+function hasLongRun(text: string): boolean {
+  let at = 0;
+  while (at + RUN_LIMIT < text.length) {
+    const space = text.indexOf(' ', at);
+    if (space < 0 || space - at >= RUN_LIMIT) {
+      // a stretch without a plain space: whether it has no other whitespace either is the regex's call
+      LONG_RUN.lastIndex = 0;
+      const found = LONG_RUN.test(text);
+      LONG_RUN.lastIndex = 0;
+      return found;
+    }
+    at = space + 1;
+  }
+  return false;
+}
 
 function counter(encoding: Encoding): Counter {
   let count = counters.get(encoding);
@@ -27,7 +45,7 @@ function counter(encoding: Encoding): Counter {
       if (text.length === 0) return 0;
       // A client's text is arbitrary: its cost to count must stay bounded, whatever it holds.
       const sample = text.length > SAMPLE_CHARS ? text.slice(0, SAMPLE_CHARS) : text;
-      const tokens = mod.countTokens(sample.replace(LONG_RUN, '$& '));
+      const tokens = mod.countTokens(hasLongRun(sample) ? sample.replace(LONG_RUN, '$& ') : sample);
       return sample === text ? tokens : Math.round((tokens * text.length) / sample.length);
     };
     counters.set(encoding, count);

@@ -4,9 +4,10 @@
 // body is taken as bytes whatever its type, the answer is a status, headers and a string or a stream.
 // What fastify gives its routes, the edge does itself in the relay's own terms: the access token, the
 // body limit, error answers in the relay's shape, the access log line, the request counter, and a 503
-// while the relay shuts down. Everything else (the /api routes, /metrics, /docs, /dashboard, a browser's
-// GET / and /favicon.ico, unknown methods) stays with fastify.
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+// while the relay shuts down. It also answers /healthz, so that neither a proxy-only relay nor its health
+// checks ever load fastify. Everything else (the /api routes, /readyz, /metrics, /docs, /dashboard, a
+// browser's GET / and /favicon.ico, unknown methods) goes to fastify (site.ts), built on first use.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { RELAY_ERR_BAD_REQUEST, RELAY_ERR_BODY_TOO_LARGE, RELAY_ERR_SHUTTING_DOWN, RELAY_ERR_UNAUTHORIZED } from '../errors.js';
 import { ClientGone, type Exchange, type ProxyResponse } from '../core/proxy-types.js';
@@ -41,8 +42,8 @@ export interface ProxyEdgeOptions {
   maxBodyBytes: number;
   /** the relay token check when RELAY_API_TOKENS is set; on the proxy only `x-relay-token` counts */
   tokenCheck?: (presented: string | undefined) => boolean;
-  /** the request counter of /metrics, once per answered request */
-  count(cacheStatus: unknown, statusCode: number): void;
+  /** the request counter of /metrics, once per answered request: `route` is `proxy` or `/healthz` */
+  count(route: string, cacheStatus: unknown, statusCode: number): void;
   /** true once the relay is shutting down: new requests get a 503 */
   closing(): boolean;
   nextRequestId(): string;
@@ -52,7 +53,13 @@ export interface ProxyEdge {
   /** whether this request is the proxy's (else fastify's) */
   takes(req: IncomingMessage): boolean;
   handle(req: IncomingMessage, res: ServerResponse): void;
+  /** whether this is a health check (GET or HEAD /healthz) */
+  isHealthCheck(req: IncomingMessage): boolean;
+  /** answers a health check: the process is alive (a 503 once it shuts down) */
+  health(req: IncomingMessage, res: ServerResponse): void;
 }
+
+const HEALTHY = JSON.stringify({ status: 'ok' });
 
 export function createProxyEdge(opts: ProxyEdgeOptions): ProxyEdge {
   const { exchange, log, maxBodyBytes } = opts;
@@ -175,11 +182,34 @@ export function createProxyEdge(opts: ProxyEdgeOptions): ProxyEdge {
       return !isBrowserRequest(req.method, url, req.headers.accept);
     },
 
+    isHealthCheck(req) {
+      const url = req.url!;
+      return (req.method === 'GET' || req.method === 'HEAD') && url.startsWith('/healthz') && (url.length === 8 || url.charCodeAt(8) === 0x3f /* ? */);
+    },
+
+    health(req, res) {
+      const line: AccessLine = { reqId: opts.nextRequestId(), req, startedAt: performance.now() };
+      logArrival(log, line);
+      res.once('finish', () => {
+        opts.count('/healthz', 'none', res.statusCode);
+        logCompleted(log, line, res.statusCode);
+      });
+      if (opts.closing()) {
+        // the relay's own shape here: /healthz is the relay's route, not a provider's
+        const text = JSON.stringify({ statusCode: 503, code: 'RELAY_ERR_SHUTTING_DOWN', error: 'Service Unavailable', message: new RELAY_ERR_SHUTTING_DOWN().message });
+        res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), connection: 'close' });
+        res.end(text);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': HEALTHY.length });
+      res.end(req.method === 'HEAD' ? undefined : HEALTHY);
+    },
+
     handle(req, res) {
       const line: AccessLine = { reqId: opts.nextRequestId(), req, startedAt: performance.now() };
       logArrival(log, line);
       res.once('finish', () => {
-        opts.count(line.cacheStatus, res.statusCode);
+        opts.count('proxy', line.cacheStatus, res.statusCode);
         logCompleted(log, line, res.statusCode);
       });
       if (opts.closing()) return answerError(req, res, line, new RELAY_ERR_SHUTTING_DOWN());
@@ -192,32 +222,5 @@ export function createProxyEdge(opts: ProxyEdgeOptions): ProxyEdge {
         return answerError(req, res, line, new RELAY_ERR_BAD_REQUEST('Malformed URL: the path has an invalid percent-encoding'));
       readBody(req, res, line);
     },
-  };
-}
-
-export interface EdgeServerSettings {
-  maxHeaderBytes: number;
-  requestTimeoutMs: number;
-}
-
-/** fastify keeps idle keep-alive connections this long on servers it makes itself (its default). */
-const KEEP_ALIVE_TIMEOUT_MS = 72_000;
-
-/**
- * fastify's serverFactory: one node:http server whose requests go to the proxy edge when it takes them,
- * else to fastify. `edge` is read per request: it is built after fastify (its exchange logs through the
- * app), before the server listens.
- */
-export function edgeServerFactory(settings: EdgeServerSettings, edge: () => ProxyEdge | undefined) {
-  return (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
-    const server = createServer({ maxHeaderSize: settings.maxHeaderBytes }, (req, res) => {
-      const e = edge();
-      if (e !== undefined && e.takes(req)) e.handle(req, res);
-      else fastifyHandler(req, res);
-    });
-    // What fastify sets on a server it creates, and skips for one it is given.
-    server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-    server.requestTimeout = settings.requestTimeoutMs;
-    return server;
   };
 }

@@ -3,7 +3,7 @@
 import type { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
-import { Agent, type Dispatcher } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 import {
   RELAY_ERR_UPSTREAM_DNS,
   RELAY_ERR_UPSTREAM_TIMEOUT,
@@ -38,17 +38,25 @@ export interface UpstreamClient {
 }
 
 export function createUpstreamClient(opts: UpstreamOptions): UpstreamClient {
-  const agent = new Agent({
-    connect: { timeout: opts.connectTimeoutMs },
-    headersTimeout: opts.headersTimeoutMs,
-    bodyTimeout: opts.bodyTimeoutMs,
-    keepAliveTimeout: 30_000,
-  });
+  // undici is loaded with the first call upstream: a relay that only answers from its cache never needs it.
+  let agent: Agent | undefined;
+  let loading: Promise<Agent> | undefined;
+  const agentOf = (): Agent | Promise<Agent> =>
+    agent ??
+    (loading ??= import('undici').then(({ Agent }) => {
+      agent = new Agent({
+        connect: { timeout: opts.connectTimeoutMs },
+        headersTimeout: opts.headersTimeoutMs,
+        bodyTimeout: opts.bodyTimeoutMs,
+        keepAliveTimeout: 30_000,
+      });
+      return agent;
+    }));
 
   return {
     async request(req) {
       try {
-        const res = await agent.request({
+        const res = await (agent ?? (await agentOf())).request({
           origin: req.origin,
           path: req.path,
           method: req.method as Dispatcher.HttpMethod,
@@ -61,7 +69,9 @@ export function createUpstreamClient(opts: UpstreamOptions): UpstreamClient {
         throw upstreamError(err, req.origin);
       }
     },
-    close: () => agent.close(),
+    close: async () => {
+      if (loading) await (await loading).close();
+    },
   };
 }
 

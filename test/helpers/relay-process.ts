@@ -26,11 +26,12 @@ export async function spawnRelay(env: Record<string, string>, args: string[] = [
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`relay did not start:\n${out}`)), 20_000);
     const onData = () => {
-      const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+      // the start-up banner's first line (JSON or pretty)
+      const m = /listening on http:\/\/(127\.0\.0\.1|0\.0\.0\.0):(\d+)/.exec(out);
       if (m) {
         clearTimeout(timer);
         child.stdout!.off('data', onData);
-        resolve(m[1]!);
+        resolve(`http://127.0.0.1:${m[2]}`);
       }
     };
     child.stdout!.on('data', onData);

@@ -34,16 +34,14 @@ export async function startRelay(
     },
   });
   const relay = await buildApp(config, { logStream, ...overrides });
-  await relay.app.listen({ port: 0, host: '127.0.0.1' });
-  const addr = relay.app.server.address();
-  if (addr === null || typeof addr === 'string') throw new Error('relay did not bind a TCP port');
+  const url = await relay.listen(0, '127.0.0.1');
   return {
     ...relay,
-    url: `http://127.0.0.1:${addr.port}`,
+    url,
     dataDir,
     logs,
     async close() {
-      await relay.app.close();
+      await relay.close();
       if (!settings.dataDir) await rm(dataDir, { recursive: true, force: true });
     },
   };

@@ -124,7 +124,7 @@ describe('the proxy edge', () => {
       a.write(post('/v1/chat/completions', chat('one two three four five six seven', true)));
       b.write(post('/v1/chat/completions', chat('eight nine ten eleven twelve thirteen', true)));
       await Promise.all([a.waitFor('data: '), b.waitFor('data: ')]);
-      const closed = relay.app.close();
+      const closed = relay.close();
       await new Promise((r) => setTimeout(r, 50));
       a.write(post('/v1/chat/completions', chat('too late')));
       b.write('GET /api/reporting/v2/requests HTTP/1.1\r\nHost: relay\r\n\r\n');

@@ -102,7 +102,7 @@ describe('start-up banner', () => {
     await res.text();
     const output = await stop(relay);
     const dataDir = join(dir, 'data-pretty');
-    expect(output).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: Server listening at http:\/\/127\.0\.0\.1:\d+\n/);
+    expect(output).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: llm-relay /);
     expect(output).toContain(
       [
         `INFO: llm-relay ${VERSION} listening on ${relay.url}`,

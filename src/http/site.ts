@@ -1,0 +1,100 @@
+// The site: everything the relay serves itself besides the proxy and /healthz — the direct API, /readyz,
+// /metrics, /docs, /dashboard and a browser's GET / — as one fastify app. It is built on the first request
+// that needs it (relay-server.ts), on the relay's own server: a relay used only as a proxy never loads
+// fastify, TypeBox or the OpenAPI machinery (about 40 MB of its memory).
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { TypeBoxValidatorCompiler, registerAjvFormats } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger } from 'fastify';
+import type { RelayConfig } from '../config.js';
+import type { CacheService } from '../core/cache-service.js';
+import type { ReportService } from '../core/report-service.js';
+import type { CacheStore } from '../storage/cache-store.js';
+import type { ReportStore } from '../storage/report-store.js';
+import { requireTokens } from './auth.js';
+import { browserRoutes } from './browser-routes.js';
+import { cacheRoutes } from './cache-routes.js';
+import { cacheTransferRoutes } from './cache-transfer-routes.js';
+import { dashboardRoutes } from './dashboard-routes.js';
+import { registerDocs } from './docs.js';
+import { installDraining } from './draining.js';
+import { frameworkErrors, installErrorHandling } from './error-handler.js';
+import { useStrictJsonBodies } from './json-body.js';
+import type { Metrics } from './metrics.js';
+import { opsRoutes } from './ops-routes.js';
+import { reportingRoutes } from './reporting-routes.js';
+import { AccessLog } from './site-log.js';
+
+export interface SiteDeps {
+  config: Readonly<RelayConfig>;
+  version: string;
+  log: FastifyBaseLogger;
+  server: Server;
+  nextRequestId: () => string;
+  metrics: Metrics;
+  cache: CacheService;
+  reports: ReportService;
+  cacheStore: CacheStore;
+  reportStore: ReportStore;
+  /** true once the relay shuts down: requests get a 503 */
+  closing: () => boolean;
+}
+
+export interface Site {
+  /** routes one request of the relay's server */
+  handle(req: IncomingMessage, res: ServerResponse): void;
+  close(): Promise<void>;
+}
+
+export async function buildSite(deps: SiteDeps): Promise<Site> {
+  const { config } = deps;
+  registerAjvFormats();
+  let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  const app = Fastify({
+    loggerInstance: deps.log,
+    bodyLimit: config.maxBodyBytes,
+    // fastify runs on the relay's server, which is already listening: it is handed requests, never listens.
+    serverFactory: (h) => {
+      handler = h;
+      return deps.server;
+    },
+    genReqId: deps.nextRequestId,
+    // The server answers what its parser refuses itself (relay-server.ts); fastify adds a listener of its
+    // own to the server it is given, which must not write a second answer.
+    clientErrorHandler: () => {},
+    frameworkErrors,
+    // Requests during shutdown get the relay's own 503 (see draining.ts).
+    return503OnClosing: false,
+    // One access line per request instead of fastify's two (see site-log.ts).
+    logController: new AccessLog(),
+  });
+  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  // Replies are plain JSON; schemas on responses are for the OpenAPI document only.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  installErrorHandling(app);
+  installDraining(app, deps.closing);
+  requireTokens(app, config.apiTokens);
+  // Before every route plugin: fastify copies hooks into child scopes when they are registered.
+  deps.metrics.install(app);
+  await registerDocs(app, deps.version);
+
+  await app.register(async (api) => {
+    useStrictJsonBodies(api, config.maxJsonDepth);
+    await api.register(reportingRoutes, { reports: deps.reports });
+    await api.register(cacheRoutes, { cache: deps.cache });
+    await api.register(cacheTransferRoutes, { store: deps.cacheStore });
+  });
+  await app.register(dashboardRoutes);
+  await app.register(browserRoutes);
+  await app.register(opsRoutes, {
+    cacheStore: deps.cacheStore,
+    reportStore: deps.reportStore,
+    timeoutMs: config.storeTimeoutMs,
+    outboxDepth: () => deps.reports.counters.outboxDepth,
+  });
+  await app.ready();
+  const route = handler!;
+  return {
+    handle: (req, res) => route(req, res),
+    close: () => app.close(),
+  };
+}

@@ -1,0 +1,38 @@
+// A relay used as a proxy never loads fastify: the edge answers proxied calls and /healthz, and the site
+// (the API, /readyz, /metrics, /docs, /dashboard) is built on the first request for it. (This file runs in
+// a process of its own, so what is loaded is what this relay loaded.)
+import { createRequire } from 'node:module';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { chat } from '../helpers/proxy-call.js';
+import { type TestRelay, startRelay } from '../helpers/relay.js';
+
+const loaded = (pkg: string): boolean =>
+  Object.keys(createRequire(import.meta.url).cache).some((file) => file.includes(`/node_modules/${pkg}/`));
+
+let up: FakeUpstream;
+let relay: TestRelay;
+beforeAll(async () => {
+  up = await startFakeUpstream();
+  relay = await startRelay({ upstreamUrl: up.url, cacheUrl: 'sqlite' });
+});
+afterAll(async () => {
+  await relay.close();
+  await up.close();
+});
+
+it('answers proxied calls and health checks without loading fastify, and builds the site on first use', async () => {
+  expect((await chat(relay.url, 'lazy one')).cache).toBe('MISS');
+  expect((await chat(relay.url, 'lazy one')).cache).toBe('HIT');
+  expect(await (await fetch(`${relay.url}/healthz`)).json()).toEqual({ status: 'ok' });
+  expect(loaded('fastify')).toBe(false);
+
+  // The first request for the site builds it, and is answered like any other.
+  const ready = await fetch(`${relay.url}/readyz`);
+  expect(ready.status).toBe(200);
+  expect(await ready.json()).toMatchObject({ status: 'ready', cache: { kind: 'sqlite', status: 'ok' } });
+  expect(loaded('fastify')).toBe(true);
+  await relay.reports.flush();
+  const list = await (await fetch(`${relay.url}/api/reporting/v2/requests`)).json();
+  expect(list.items.map((r: { proxy: { cacheStatus: string } }) => r.proxy.cacheStatus)).toEqual(['HIT', 'MISS']);
+});
