@@ -45,6 +45,9 @@ const WORKER_URL = import.meta.url.endsWith('.ts')
   ? new URL('../dist/report-worker.js', import.meta.url)
   : new URL('./report-worker.js', import.meta.url);
 
+/** The worker's young generation (both semi-spaces), in MB. */
+const YOUNG_GENERATION_MB = 8;
+
 interface Pending {
   resolve(outcomes: ApiOutcome[] | undefined): void;
   reject(err: Error): void;
@@ -63,7 +66,9 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
   }
 
   function start(): Worker {
-    const w = new Worker(WORKER_URL, { workerData: settings });
+    // A small young generation: the worker's garbage is short-lived per batch, and its default (as large as
+    // the main thread's) would hold tens of MB of RSS for nothing after a burst.
+    const w = new Worker(WORKER_URL, { workerData: settings, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
     w.on('message', (msg: FromWorker) => {
       if (msg.t === 'log') {
         log[msg.level](msg.obj, msg.msg);

@@ -1,34 +1,44 @@
-// A bounded copy of a response body as it streams past, for the cache entry and the report: the chunks
-// themselves (no copy, no string) until the end, then one buffer. Past `limit` bytes the copy is dropped
+// A bounded copy of a response body as it streams past, for the cache entry and the report: each chunk is
+// copied into one growing buffer (doubling), so a long stream leaves one buffer behind, not one object per
+// event held for the stream's whole life (a thousand open streams of sixty events each would otherwise be
+// sixty thousand small buffers for the collector to keep and move). Past `limit` bytes the copy is dropped
 // (the answer is still served, just not stored) and only the size is kept.
 export interface CapturedBody {
   add(chunk: Buffer): void;
   readonly size: number;
-  /** the chunks so far; undefined once the body outgrew the limit */
-  readonly parts: readonly Buffer[] | undefined;
-  /** the whole body as one buffer; undefined when it outgrew the limit */
+  /** the body so far (a view, valid until the next add); undefined once it outgrew the limit */
   bytes(): Buffer | undefined;
 }
 
+const FIRST_BYTES = 4096;
+
 export function captureBody(limit: number): CapturedBody {
-  let chunks: Buffer[] | undefined = [];
+  let buf: Buffer | undefined;
   let size = 0;
+  let over = false;
   return {
     add(chunk) {
-      size += chunk.length;
-      if (!chunks) return;
-      if (size > limit) chunks = undefined;
-      else chunks.push(chunk);
+      const end = size + chunk.length;
+      if (!over && end > limit) {
+        over = true;
+        buf = undefined;
+      }
+      if (!over) {
+        if (!buf || end > buf.length) {
+          const grown = Buffer.allocUnsafe(Math.min(limit, Math.max(FIRST_BYTES, end, (buf?.length ?? 0) * 2)));
+          if (buf) buf.copy(grown, 0, 0, size);
+          buf = grown;
+        }
+        chunk.copy(buf, size);
+      }
+      size = end;
     },
     get size() {
       return size;
     },
-    get parts() {
-      return chunks;
-    },
     bytes() {
-      if (!chunks) return undefined;
-      return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+      if (over) return undefined;
+      return buf ? buf.subarray(0, size) : Buffer.alloc(0);
     },
   };
 }

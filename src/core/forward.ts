@@ -138,7 +138,7 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
       status: res.status,
       headers: replayHeaders(res.headers),
       reportId: base.id,
-      copy: () => captured.parts,
+      copy: () => captured.bytes(),
       maxLagBytes: a.cacheMaxEntryBytes,
       enter: () => void readers++,
       leave,

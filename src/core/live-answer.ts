@@ -34,7 +34,7 @@ export interface LiveOptions {
   headers: Record<string, string>;
   reportId: string;
   /** the answer so far; undefined once the copy outgrew its limit */
-  copy(): readonly Buffer[] | undefined;
+  copy(): Buffer | undefined;
   /** a joiner with more than this many bytes not yet taken by its client is cut off */
   maxLagBytes: number;
   /** one more reader of the upstream answer */
@@ -54,10 +54,7 @@ export function createLiveFeed(opts: LiveOptions): LiveFeed {
   let state: 'open' | 'ended' | 'failed' = 'open';
   const joiners = new Set<Joiner>();
   /** the complete answer, for the joiners' reports */
-  const whole = (): Buffer | undefined => {
-    const parts = opts.copy();
-    return parts ? Buffer.concat(parts as Buffer[]) : undefined;
-  };
+  const whole = (): Buffer | undefined => opts.copy();
 
   function drop(j: Joiner, how: JoinEnd): void {
     joiners.delete(j);
@@ -73,10 +70,10 @@ export function createLiveFeed(opts: LiveOptions): LiveFeed {
     join(gone, onEnd) {
       // (a caller that left while it waited for the answer to start is not a reader either)
       if (state === 'failed' || !opts.reading() || gone.aborted) return undefined;
-      const parts = opts.copy();
-      if (!parts) return undefined;
+      const sofar = opts.copy();
+      if (!sofar) return undefined;
       const out = new PassThrough();
-      for (const part of parts) out.write(part);
+      if (sofar.length > 0) out.write(sofar);
       let finished = false;
       const done = (how: JoinEnd, bytes?: Buffer): void => {
         if (finished) return;

@@ -185,7 +185,8 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     pendingTouches.delete(record.key);
     const previous = selectSize.get(record.key) ?? 0;
     upsert.run(record.key, record.value, record.createdAt, record.expiresAt, at, size);
-    remember(record); // evict() below forgets it again if it has to go
+    // Not kept in memory here: the hot copies are of entries read (hits); a burst of new answers (a thousand
+    // long streams) would otherwise push them out and hold every new answer twice.
     const bytes = totalBytes - previous + size;
     if (bytes <= maxBytes) return bytes;
     flushTouches();

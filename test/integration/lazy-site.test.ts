@@ -33,6 +33,6 @@ it('answers proxied calls and health checks without loading fastify, and builds 
   expect(await ready.json()).toMatchObject({ status: 'ready', cache: { kind: 'sqlite', status: 'ok' } });
   expect(loaded('fastify')).toBe(true);
   await relay.reports.flush();
-  const list = await (await fetch(`${relay.url}/api/reporting/v2/requests`)).json();
-  expect(list.items.map((r: { proxy: { cacheStatus: string } }) => r.proxy.cacheStatus)).toEqual(['HIT', 'MISS']);
+  const list = (await (await fetch(`${relay.url}/api/reporting/v2/requests`)).json()) as { items: { proxy: { cacheStatus: string } }[] };
+  expect(list.items.map((r) => r.proxy.cacheStatus)).toEqual(['HIT', 'MISS']);
 });

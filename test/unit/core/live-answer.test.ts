@@ -13,7 +13,7 @@ function feed(maxLagBytes = 1024) {
     status: 200,
     headers: { 'content-type': 'text/event-stream' },
     reportId: 'r-1',
-    copy: () => (copyWhole ? parts : undefined),
+    copy: () => (copyWhole ? Buffer.concat(parts) : undefined),
     maxLagBytes,
     enter: () => void readers++,
     leave: () => void readers--,
