@@ -12,6 +12,7 @@ import { type Hash, packBlob, unpackBlob } from './body-codec.js';
 import { type BlobMap, type BodyRow, type PlannedReport, createBodyKeeper, restoreReports, sweepBefore } from './body-store.js';
 import { makePrivateDir, preparePrivateFile, sqliteCompanions } from './private-files.js';
 import { buildListSql, pageFromRows, reportColumns } from './report-filters.js';
+import { packRow, unpackRow } from './report-row-codec.js';
 import { type StatsDialect, type StatsRow, buildStatsSql, statsResult } from './report-stats-sql.js';
 import type { PruneResult, ReportStore, StoredReport } from './report-store.js';
 
@@ -42,6 +43,7 @@ const SCHEMA = `
     request_blob BLOB,
     response_blob BLOB,
     bodies_expired INTEGER NOT NULL DEFAULT 0,
+    properties TEXT,
     data TEXT NOT NULL
   );
   CREATE INDEX IF NOT EXISTS reports_request_ms_id ON reports (request_ms DESC, id DESC);
@@ -51,7 +53,7 @@ const SCHEMA = `
     hash BLOB PRIMARY KEY,
     last_ms INTEGER NOT NULL,
     data BLOB NOT NULL
-  );
+  ) WITHOUT ROWID;
   CREATE INDEX IF NOT EXISTS bodies_last_ms ON bodies (last_ms);
 `;
 
@@ -75,6 +77,7 @@ const ADDED_COLUMNS: ReadonlyArray<[name: string, type: string, backfill: string
   ['request_blob', 'BLOB', 'NULL'],
   ['response_blob', 'BLOB', 'NULL'],
   ['bodies_expired', 'INTEGER NOT NULL DEFAULT 0', '0'],
+  ['properties', 'TEXT', "CASE WHEN json_type(data, '$.properties') = 'object' THEN json_extract(data, '$.properties') END"],
 ];
 
 function addMissingColumns(db: Database.Database): void {
@@ -94,11 +97,12 @@ const dialect: StatsDialect = {
     // PROPERTY_NAME admits no `"` or `\`, so quoting the name is enough to keep dots and dashes literal.
     // Strings compare by their value; numbers and booleans by their JSON text (`42`, `1.5`, `true`), which
     // is the string form the client sent them as; null, objects and arrays never match.
-    const path = `$.properties."${name}"`;
+    // The report JSON itself is packed (report-row-codec.ts): properties have a column of their own.
+    const path = `$."${name}"`;
     return (
-      `(CASE WHEN json_type(data, ${bind(path)}) = 'text' THEN json_extract(data, ${bind(path)}) ` +
-      `WHEN json_type(data, ${bind(path)}) IN ('integer', 'real', 'true', 'false') ` +
-      `THEN data -> ${bind(path)} END) = ${bind(value)}`
+      `(CASE WHEN json_type(properties, ${bind(path)}) = 'text' THEN json_extract(properties, ${bind(path)}) ` +
+      `WHEN json_type(properties, ${bind(path)}) IN ('integer', 'real', 'true', 'false') ` +
+      `THEN properties -> ${bind(path)} END) = ${bind(value)}`
     );
   },
   hitTrue: 'cache_hit = 1',
@@ -111,7 +115,7 @@ const dialect: StatsDialect = {
 };
 
 interface ReadRow {
-  data: string;
+  data: string | Buffer;
   request_blob: Buffer | null;
   response_blob: Buffer | null;
   bodies_expired: number;
@@ -125,7 +129,7 @@ interface ListRow extends ReadRow {
 const READ_COLUMNS = 'data, request_blob, response_blob, bodies_expired';
 
 function bodyRow(row: ReadRow): BodyRow {
-  return { data: row.data, request: row.request_blob, response: row.response_blob, expired: row.bodies_expired === 1 };
+  return { data: unpackRow(row.data), request: row.request_blob, response: row.response_blob, expired: row.bodies_expired === 1 };
 }
 
 /** Unpacked blobs kept by the reading side: the system prompt and a conversation's history are read again and again. */
@@ -159,8 +163,8 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
   const insertReport = db.prepare(
     `INSERT INTO reports (id, request_ms, environment, prompt_id, client, model, status, cache_hit, duration_ms,
                           input_tokens, output_tokens, cost_usd, cost_saved_usd, outcome, received_ms,
-                          request_blob, response_blob, data)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+                          request_blob, response_blob, properties, data)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
   );
   const touchBody = db.prepare('UPDATE bodies SET last_ms = max(last_ms, ?) WHERE hash = ?');
   const insertBody = db.prepare('INSERT INTO bodies (hash, last_ms, data) VALUES (?, ?, ?)');
@@ -181,7 +185,7 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
   const oldestWithBodies = db.prepare<[], { t: number | null }>(
     'SELECT min(received_ms) AS t FROM reports WHERE bodies_expired = 0',
   );
-  const sweep = db.prepare('DELETE FROM bodies WHERE rowid IN (SELECT rowid FROM bodies WHERE last_ms < ? LIMIT ?)');
+  const sweep = db.prepare('DELETE FROM bodies WHERE hash IN (SELECT hash FROM bodies WHERE last_ms < ? LIMIT ?)');
   const bodies = createBodyKeeper();
   const readCache = new LRUCache<string, Buffer>({ maxSize: READ_CACHE_BYTES, sizeCalculation: (b) => Math.max(1, b.length) });
 
@@ -205,7 +209,8 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
       p.receivedMs,
       p.request,
       p.response,
-      p.data,
+      propertiesColumn(p.report.properties),
+      packRow(p.data),
     ];
   }
 
@@ -357,6 +362,12 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
       db.close();
     },
   };
+}
+
+function propertiesColumn(properties: unknown): string | null {
+  return typeof properties === 'object' && properties !== null && !Array.isArray(properties) && Object.keys(properties).length > 0
+    ? JSON.stringify(properties)
+    : null;
 }
 
 function failure(action: string, err: unknown): StoreUnavailableError {
