@@ -2,8 +2,8 @@
 // JSON with the bodies left out, and the hashes of the bodies' root blobs), which blobs a batch must write,
 // and how a row read back gets its bodies again. The stores differ only in the SQL.
 //
-// Every blob has a `last_ms`: the newest receivedAt of a report that uses it (a report's bodies are written
-// with it). Reports are pruned oldest first, so a blob whose last_ms is older than every report that still
+// Every blob has a `last_ms`: the newest receivedAt of a report that uses it, or the time it was written if
+// later. Reports are pruned oldest first, so a blob whose last_ms is older than every report that still
 // has its bodies is used by none of them: the sweep is one range delete, needs no reference counts and no
 // list of which skeleton names which message, and is right after any crash (it reads only committed rows).
 // To keep writes cheap, a blob used again within KNOWN_FRESH_MS of its recorded last_ms is not touched; the
@@ -81,13 +81,16 @@ export function createBodyKeeper(): BodyKeeper {
     writes(inserted, now) {
       const out = new Map<string, BlobWrite>();
       for (const p of inserted) {
+        // The write's own time when the report is older (one delivered late from the outbox): a blob that
+        // was just written must not look sweepable to a pruner running beside this batch.
+        const ms = Math.max(p.receivedMs, now);
         for (const blob of p.blobs) {
           const hex = blob.hash.toString('hex');
           const kept = known.get(hex);
-          if (kept !== undefined && kept >= Math.max(p.receivedMs, now) - KNOWN_FRESH_MS) continue;
+          if (kept !== undefined && kept >= ms - KNOWN_FRESH_MS) continue;
           const w = out.get(hex);
-          if (!w) out.set(hex, { blob, ms: p.receivedMs });
-          else if (w.ms < p.receivedMs) w.ms = p.receivedMs;
+          if (!w) out.set(hex, { blob, ms });
+          else if (w.ms < ms) w.ms = ms;
         }
       }
       return [...out.values()];

@@ -18,6 +18,8 @@ import type { PruneResult, ReportStore, StoredReport } from './report-store.js';
 
 export interface SqliteReportStoreOptions {
   file: string;
+  /** the clock of body writes (tests move it) */
+  now?: () => number;
 }
 
 /** How long a write waits for another connection's lock (another relay process on the same file). */
@@ -138,6 +140,7 @@ const READ_CACHE_BYTES = 8 * 1024 * 1024;
 const VACUUM_PAGES = 2048;
 
 export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportStore {
+  const now = opts.now ?? Date.now;
   let db: Database.Database;
   try {
     makePrivateDir(dirname(opts.file));
@@ -224,12 +227,12 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
     return writes;
   });
 
-  const pruneStep = db.transaction((now: number, reportsBefore: number, bodiesBefore: number, trimOldest: number, rows: number) => {
+  const pruneStep = db.transaction((at: number, reportsBefore: number, bodiesBefore: number, trimOldest: number, rows: number) => {
     const result: PruneResult = { reports: 0, expired: 0, bodies: 0, more: false };
     result.reports += deleteOld.run(reportsBefore, rows).changes;
     if (trimOldest > 0) result.reports += deleteOldest.run(Math.min(trimOldest, rows)).changes;
     result.expired = expireBodies.run(bodiesBefore, rows).changes;
-    const before = sweepBefore(oldestWithBodies.get()?.t ?? null, now);
+    const before = sweepBefore(oldestWithBodies.get()?.t ?? null, at);
     result.bodies = sweep.run(before, rows * 8).changes;
     result.more = result.reports >= rows || result.expired >= rows || result.bodies >= rows * 8;
     return result;
@@ -260,7 +263,7 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
       if (reports.length === 0) return;
       if (closed) throw failure('insert reports', new Error('the store is closed'));
       try {
-        const writes = insertBatch(reports.map((r) => bodies.plan(r)), Date.now());
+        const writes = insertBatch(reports.map((r) => bodies.plan(r)), now());
         bodies.committed(writes);
       } catch (err) {
         throw failure('insert reports', err);
