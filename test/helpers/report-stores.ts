@@ -20,22 +20,22 @@ export type StoreKind = 'sqlite' | 'postgres';
 const schemas: string[] = [];
 let n = 0;
 
+/** SQL on a SQLite file, from a connection of its own (beside a relay that has it open, or after it died). */
+export async function sqliteRows(file: string, sql: string): Promise<Record<string, unknown>[]> {
+  const Database = (await import('better-sqlite3')).default;
+  const db = new Database(file);
+  try {
+    return db.prepare(sql).all() as Record<string, unknown>[];
+  } finally {
+    db.close();
+  }
+}
+
 export async function openStore(kind: StoreKind, now?: () => number): Promise<StoreUnderTest> {
   if (kind === 'sqlite') {
     const file = join(await tempDir('llm-relay-bodies-'), 'reports.sqlite');
     const store = createSqliteReportStore({ file, ...(now ? { now } : {}) });
-    const Database = (await import('better-sqlite3')).default;
-    return {
-      store,
-      async rows(sql) {
-        const db = new Database(file, { readonly: true });
-        try {
-          return db.prepare(sql).all() as Record<string, unknown>[];
-        } finally {
-          db.close();
-        }
-      },
-    };
+    return { store, rows: (sql) => sqliteRows(file, sql) };
   }
   await requirePostgres();
   const schema = `t_bodies_${process.pid}_${Date.now()}_${++n}`;
@@ -71,7 +71,7 @@ export async function dropSchemas(): Promise<void> {
  * Blobs that a report with bodies names (directly, or through a skeleton) but the store does not hold.
  * Empty in a sound store, whatever happened to it.
  */
-export async function missingBlobs(s: StoreUnderTest): Promise<string[]> {
+export async function missingBlobs(s: Pick<StoreUnderTest, 'rows'>): Promise<string[]> {
   const bodies = new Map<string, Buffer>();
   for (const row of await s.rows('SELECT hash, data FROM bodies')) bodies.set(Buffer.from(row.hash as Uint8Array).toString('hex'), unpackBlob(row.data as Buffer));
   const missing: string[] = [];
