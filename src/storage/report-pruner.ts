@@ -25,6 +25,11 @@ export interface ReportPrunerOptions {
   busyIntervalMs?: number;
   /** rows per kind of change per step; default 500 */
   rows?: number;
+  /**
+   * While under budget, measure at most this often; default 60000. Over it, every step measures (it must
+   * stop deleting as soon as the budget is met). A PostgreSQL measurement reads every row's size.
+   */
+  measureEveryMs?: number;
   onError?(err: unknown): void;
   onStep?(result: PruneResult): void;
 }
@@ -50,12 +55,17 @@ export function createReportPruner(opts: ReportPrunerOptions): ReportPruner {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<PruneResult> | undefined;
   let stopped = true;
+  const measureEveryMs = opts.measureEveryMs ?? 60_000;
+  let nextMeasure = Number.NEGATIVE_INFINITY;
 
   async function runStep(): Promise<PruneResult> {
     if (!opts.store.prune) return NOTHING;
     const at = now();
     let trimOldest = 0;
-    if (opts.maxBytes > 0 && (await opts.measure()) > opts.maxBytes) trimOldest = rows;
+    if (opts.maxBytes > 0 && at >= nextMeasure) {
+      if ((await opts.measure()) > opts.maxBytes) trimOldest = rows;
+      else nextMeasure = at + measureEveryMs;
+    }
     const result = await opts.store.prune({
       now: at,
       reportsBefore: opts.reportRetentionMs > 0 ? at - opts.reportRetentionMs : NEVER,
