@@ -14,9 +14,9 @@ import autocannon from 'autocannon';
 import { Pool, request } from 'undici';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { writeSection } from './lib/results-file.mjs';
 import { exitOnProblems, parseCommandLine, parseRelayEnv } from './lib/options.mjs';
 import { BENCH_DIR, ROOT, cleanup, cpuTimeMs, describeExit, installCleanup, makeLog, makeTempDir, sleep, startHelper, startRelay, stopChild, tail } from './lib/processes.mjs';
 
@@ -627,7 +627,7 @@ function buildReport(scenarios, opts, meta) {
     : '';
 
   const body = [
-    '## Throughput and latency',
+    '### Throughput and latency',
     '',
     ...lines,
     '',
@@ -636,7 +636,7 @@ function buildReport(scenarios, opts, meta) {
     '',
     ...(cpuLines.length
       ? [
-          '## CPU per answer',
+          '### CPU per answer',
           '',
           ...cpuLines,
           '',
@@ -646,20 +646,20 @@ function buildReport(scenarios, opts, meta) {
           '',
         ]
       : []),
-    '## Targets',
+    '### Targets',
     '',
     ...targetLines,
     '',
-    ...(info.length ? ['## Notes', '', ...info.map((i) => `- ${i}`), ''] : []),
-    '## Errors',
+    ...(info.length ? ['### Notes', '', ...info.map((i) => `- ${i}`), ''] : []),
+    '### Errors',
     '',
     ...(problemLines.length ? problemLines : ['None: every answer was a 200 with a well-formed body and the expected `x-relay-cache`.']),
     '',
-    ...(logLines.length ? ['## Relay log', '', ...logLines, ''] : []),
+    ...(logLines.length ? ['### Relay log', '', ...logLines, ''] : []),
   ].join('\n');
 
   const header = [
-    '# llm-relay benchmark results',
+    '## Throughput against a direct call and a bare proxy (`npm run bench`: bench/run.mjs)',
     '',
     `- date: ${meta.date}`,
     `- node: ${process.version} (${process.platform} ${process.arch})`,
@@ -878,7 +878,7 @@ async function main() {
   const report = buildReport(scenarios, opts, meta);
   process.stdout.write(`\n${report.markdown}\n`);
   if (opts.write) {
-    await writeFile(opts.out, report.markdown);
+    await writeSection(opts.out, 'throughput', report.markdown);
     log(`results written to ${path.relative(process.cwd(), opts.out) || opts.out}`);
   }
   const anyProblem = scenarios.some((s) => problemsOf(s).length > 0);

@@ -1,0 +1,261 @@
+#!/usr/bin/env node
+// What one exchange costs, with the team's shared measuring tools (../shared/bench, see its README), in one
+// run on this machine, against the targets of the cost work:
+//
+//   CPU time per exchange    cpu.sh: user + system µs per answer, all threads (relay hit, miss, streamed miss,
+//                            direct-API report) against the mock upstream answering directly and a bare
+//                            @fastify/http-proxy
+//   instructions             cost.sh (valgrind callgrind; ~20 min, only with --instructions)
+//   memory                   streams.mjs: RSS idle, with 1,000 streams open, after two rounds
+//   storage                  conversations.mjs 30 15: the data dir against the distinct content
+//   durable reports/s        50 clients posting reports through the direct API, this checkout against
+//                            --before DIR (another checkout, built), interleaved rounds
+//
+// Prints the section and writes it into bench/results.md (its own part of the file). It does not build:
+// `npm run bench:cost` builds first.
+import autocannon from 'autocannon';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { writeSection } from './lib/results-file.mjs';
+import { BENCH_DIR, ROOT, freePort, sleep, startRelay, stopChild } from './lib/processes.mjs';
+
+const HELP = `Usage: node bench/cost.mjs [options]      (npm run bench:cost builds first)
+
+  --shared DIR       the shared measuring tools            default ../shared/bench (beside the checkout)
+  --instructions     also run cost.sh (callgrind, ~20 minutes)
+  --before DIR       a built checkout to compare durable reports/s with (e.g. a worktree of an older commit)
+  --rounds N         interleaved reports/s rounds          default 3
+  --skip LIST        parts to leave out: cpu,memory,storage,reports
+  --out FILE         default bench/results.md;  --no-write: print only`;
+
+const { values } = parseArgs({
+  options: {
+    shared: { type: 'string' },
+    instructions: { type: 'boolean', default: false },
+    before: { type: 'string' },
+    rounds: { type: 'string', default: '3' },
+    skip: { type: 'string', default: '' },
+    out: { type: 'string' },
+    'no-write': { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+if (values.help) {
+  console.log(HELP);
+  process.exit(0);
+}
+const shared = path.resolve(values.shared ?? path.join(ROOT, '..', 'shared', 'bench'));
+if (!existsSync(path.join(shared, 'cpu.sh'))) {
+  console.error(`the shared measuring tools are not at ${shared} (cpu.sh missing): pass --shared DIR`);
+  process.exit(2);
+}
+const skip = new Set(values.skip.split(',').filter(Boolean));
+const rounds = Number(values.rounds);
+const log = (msg) => process.stderr.write(`[cost] ${msg}\n`);
+const commitOf = (dir) => {
+  try {
+    const sha = execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['-C', dir, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim();
+    return dirty ? `${sha} (with uncommitted changes)` : sha;
+  } catch {
+    return 'unknown';
+  }
+};
+const ratio = (a, b) => (a && b ? a / b : NaN);
+const fmt = (x, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : '—');
+const verdict = (value, limit) => (Number.isFinite(value) ? (value <= limit ? 'PASS' : 'FAIL') : '—');
+
+/** Runs a shared shell tool from the checkout's root; its JSON lines, by `${target} ${mode}`. */
+function runTool(script, env = {}) {
+  const out = execFileSync('bash', [path.join(shared, script)], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, ...env }, maxBuffer: 1 << 24 });
+  const rows = new Map();
+  for (const line of out.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const row = JSON.parse(line);
+    if (row.target) rows.set(`${row.target} ${row.mode}`, row);
+  }
+  return rows;
+}
+
+const sections = [];
+const targets = [];
+
+// ── CPU time and instructions ──
+function perExchange(rows, field, unit, limits) {
+  const v = (k) => rows.get(k)?.[field];
+  const lines = [
+    `| exchange | relay ${unit} | reference | reference ${unit} | ratio | target |`,
+    '|---|--:|---|--:|--:|--:|',
+  ];
+  const cases = [
+    ['hit', 'relay hit', 'direct miss', 'the mock answering directly', limits.hit],
+    ['miss', 'relay miss', 'bare miss', 'bare proxy', limits.miss],
+    ['streamed miss', 'relay stream-miss', 'bare stream-miss', 'bare proxy streaming', limits.stream],
+    ['direct-API report (durable)', 'relay report', 'direct miss', 'the mock answering directly', limits.report],
+  ];
+  for (const [name, relayKey, refKey, refName, limit] of cases) {
+    const r = ratio(v(relayKey), v(refKey));
+    lines.push(`| ${name} | ${v(relayKey) ?? '—'} | ${refName} | ${v(refKey) ?? '—'} | ${fmt(r)}× | ≤ ${limit}× ${verdict(r, limit)} |`);
+    targets.push({ what: `${field === 'cpu_us_per_req' ? 'CPU time' : 'instructions'} per ${name}`, value: `${fmt(r)}×`, limit: `≤ ${limit}×`, verdict: verdict(r, limit) });
+  }
+  return lines;
+}
+
+if (!skip.has('cpu')) {
+  log('cpu.sh: CPU time per exchange (about 2 minutes)');
+  const rows = runTool('cpu.sh');
+  sections.push(
+    '### CPU time per exchange (`cpu.sh`: user + system µs, all threads, 20,000 answers after 3,000 warm-up, 8 in flight)',
+    '',
+    ...perExchange(rows, 'cpu_us_per_req', 'µs', { hit: 1.5, miss: 1.2, stream: 1.5, report: 2 }),
+    '',
+    `Direct streamed: ${rows.get('direct stream-miss')?.cpu_us_per_req ?? '—'} µs. Requests/s of the relay's rows: ` +
+      ['hit', 'miss', 'stream-miss', 'report'].map((m) => `${m} ${rows.get(`relay ${m}`)?.rps ?? '—'}`).join(', ') + '.',
+    '',
+  );
+}
+if (values.instructions) {
+  log('cost.sh: instructions per exchange under callgrind (about 20 minutes)');
+  const rows = runTool('cost.sh');
+  sections.push(
+    '### Instructions per exchange (`cost.sh`: callgrind, every thread, median of 3 windows of 1,000 after 1,500 warm-up)',
+    '',
+    ...perExchange(rows, 'instr_per_req', 'instructions', { hit: 1.5, miss: 1.15, stream: 1.5, report: 1.5 }),
+    '',
+  );
+}
+
+// ── memory ──
+async function memory() {
+  const port = await freePort();
+  const mock = spawn(process.execPath, [path.join(shared, 'upstream.mjs')], {
+    cwd: shared,
+    env: { ...process.env, UPSTREAM_PORT: String(port), STREAM_CHUNKS: '60', STREAM_CHUNK_DELAY_MS: '100' },
+    stdio: 'ignore',
+  });
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'relay-cost-mem-'));
+  try {
+    await sleep(500);
+    const relay = await startRelay({ cli: path.join(ROOT, 'dist', 'cli.js'), upstreamUrl: `http://127.0.0.1:${port}`, dataDir, buildCommand: 'npm run bench:cost' });
+    const pid = relay.child.pid;
+    const rss = () => Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]) / 1024;
+    await sleep(3000);
+    const idle = rss();
+    const round = () => JSON.parse(execFileSync(process.execPath, [path.join(shared, 'streams.mjs'), relay.url, '1000', String(pid)], { encoding: 'utf8' }));
+    const first = round();
+    await sleep(5000);
+    const second = round();
+    await sleep(10_000);
+    const after10 = rss();
+    await sleep(20_000);
+    const after30 = rss();
+    await stopChild(relay, 10_000);
+    const peak = Math.max(first.rss_peak_mb, second.rss_peak_mb);
+    targets.push({ what: 'RSS idle after start', value: `${fmt(idle, 1)} MB`, limit: '≤ 80 MB', verdict: verdict(idle, 80) });
+    targets.push({ what: 'RSS with 1,000 streams open', value: `${fmt(peak, 1)} MB`, limit: '≤ 150 MB', verdict: verdict(peak, 150) });
+    targets.push({ what: 'RSS after two rounds (30 s later) − idle', value: `${fmt(after30 - idle, 1)} MB`, limit: '≤ 20 MB', verdict: verdict(after30 - idle, 20) });
+    return [
+      '### Memory (`streams.mjs`: 1,000 streamed calls open at once, 60 chunks 100 ms apart, two rounds 5 s apart)',
+      '',
+      '| idle after start | peak, round 1 | peak, round 2 | completed | 10 s after | 30 s after |',
+      '|--:|--:|--:|--:|--:|--:|',
+      `| ${fmt(idle, 1)} MB | ${first.rss_peak_mb} MB | ${second.rss_peak_mb} MB | ${first.completed + second.completed} of 2,000 | ${fmt(after10, 1)} MB | ${fmt(after30, 1)} MB |`,
+      '',
+    ];
+  } finally {
+    mock.kill();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+if (!skip.has('memory')) {
+  log('memory: two rounds of 1,000 streams (about a minute)');
+  sections.push(...(await memory()));
+}
+
+// ── storage ──
+if (!skip.has('storage')) {
+  log('storage: 30 conversations of 15 turns, then every request again');
+  const out = execFileSync(process.execPath, [path.join(shared, 'conversations.mjs'), '30', '15'], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, RELAY_DIR: ROOT } });
+  const s = JSON.parse(out.trim().split('\n').pop());
+  targets.push({ what: 'data dir ÷ distinct content', value: `${s.data_over_distinct}×`, limit: '≤ 3×', verdict: verdict(s.data_over_distinct, 3) });
+  sections.push(
+    '### Storage (`conversations.mjs 30 15`: 900 exchanges, every request carrying the whole history)',
+    '',
+    '| exchanges | wire bytes | distinct content | data dir | per exchange | data ÷ wire | data ÷ distinct |',
+    '|--:|--:|--:|--:|--:|--:|--:|',
+    `| ${s.exchanges} | ${s.wire_bytes.toLocaleString('en')} | ${s.distinct_content_bytes.toLocaleString('en')} | ${s.data_dir_bytes.toLocaleString('en')} | ${s.per_exchange_bytes} B | ${s.data_over_wire}× | ${s.data_over_distinct}× |`,
+    '',
+  );
+}
+
+// ── durable reports/s ──
+const REPORT = JSON.stringify({
+  metadata: { client: 'bench', environment: 'bench' },
+  request: { timestamp: '2026-11-25T12:00:00.000Z', body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'How fast are durable reports?' }] } },
+  response: {
+    timestamp: '2026-11-25T12:00:01.000Z',
+    body: { model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: 'Fast enough.' } }], usage: { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 } },
+  },
+});
+
+async function reportsPerSecond(dir) {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'relay-cost-rps-'));
+  const relay = await startRelay({ cli: path.join(dir, 'dist', 'cli.js'), upstreamUrl: 'http://127.0.0.1:9', dataDir, buildCommand: 'npm run build' });
+  try {
+    const load = (duration) =>
+      autocannon({
+        url: `${relay.url}/api/reporting/v2/request`,
+        method: 'POST',
+        connections: 50,
+        duration,
+        headers: { 'content-type': 'application/json' },
+        body: REPORT,
+      });
+    await load(2);
+    const r = await load(5);
+    const created = r['2xx'];
+    return { rps: created / 5, errors: r.non2xx + r.errors };
+  } finally {
+    await stopChild(relay, 10_000);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+if (!skip.has('reports')) {
+  const dirs = [...(values.before ? [['before', path.resolve(values.before)]] : []), ['this checkout', ROOT]];
+  const got = new Map(dirs.map(([name]) => [name, []]));
+  for (let r = 1; r <= rounds; r++) {
+    for (const [name, dir] of dirs) {
+      log(`reports/s: round ${r}, ${name}`);
+      got.get(name).push(await reportsPerSecond(dir));
+    }
+  }
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const lines = ['| relay | commit | durable reports/s (median) | rounds | non-2xx |', '|---|---|--:|---|--:|'];
+  for (const [name, dir] of dirs) {
+    const runs = got.get(name);
+    lines.push(`| ${name} | ${commitOf(dir)} | ${Math.round(median(runs.map((x) => x.rps))).toLocaleString('en')} | ${runs.map((x) => Math.round(x.rps)).join(', ')} | ${runs.reduce((s, x) => s + x.errors, 0)} |`);
+  }
+  if (values.before) {
+    const r = median(got.get('this checkout').map((x) => x.rps)) / median(got.get('before').map((x) => x.rps));
+    targets.push({ what: 'durable reports/s against before', value: `${fmt(r)}×`, limit: '≥ 2×', verdict: Number.isFinite(r) ? (r >= 2 ? 'PASS' : 'FAIL') : '—' });
+  }
+  sections.push('### Durable reports/s (50 clients posting to `/api/reporting/v2/request`, 5 s after 2 s warm-up, SQLite)', '', ...lines, '');
+}
+
+const markdown = [
+  '## Cost per exchange (`npm run bench:cost`: bench/cost.mjs, with the tools of ../shared/bench)',
+  '',
+  `- date: ${new Date().toISOString()}; node ${process.version}; ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}`,
+  `- relay: commit ${commitOf(ROOT)}; cache sqlite, reports sqlite; load average before the run: ${os.loadavg().map((x) => x.toFixed(2)).join(', ')}`,
+  '',
+  '| target | measured | required | |',
+  '|---|--:|--:|---|',
+  ...targets.map((t) => `| ${t.what} | ${t.value} | ${t.limit} | ${t.verdict} |`),
+  '',
+  ...sections,
+].join('\n');
+process.stdout.write(`\n${markdown}\n`);
+if (!values['no-write']) await writeSection(path.resolve(values.out ?? path.join(BENCH_DIR, 'results.md')), 'cost', markdown);
