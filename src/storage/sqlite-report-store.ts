@@ -65,7 +65,11 @@ const RETENTION_INDEXES = `
   CREATE INDEX IF NOT EXISTS reports_with_bodies ON reports (received_ms) WHERE bodies_expired = 0;
 `;
 
-/** Columns added after the table's first release, and how rows written before are filled (see postgres). */
+/**
+ * Columns added after the table's first release, and how rows written before are filled (see postgres).
+ * The backfills read `data` as JSON text, which rows from before the body store are; a column added later
+ * must fill rows whose `data` is packed (report-row-codec.ts) from the other columns or in code instead.
+ */
 const ADDED_COLUMNS: ReadonlyArray<[name: string, type: string, backfill: string]> = [
   ['duration_ms', 'REAL', "json_extract(data, '$.durationMs')"],
   ['input_tokens', 'INTEGER NOT NULL DEFAULT 0', "COALESCE(CAST(json_extract(data, '$.usage.inputTokens') AS INTEGER), 0)"],
