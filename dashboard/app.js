@@ -207,8 +207,10 @@ async function openReport(id) {
   );
   $('detail-title').textContent = `${r.model ?? 'Request'} · ${time(r.request?.timestamp)} ${ZONE}`;
   $('detail-properties').textContent = json(r.properties ?? {});
-  $('detail-request').textContent = json(r.request?.body);
-  $('detail-response').textContent = json(r.response?.body);
+  // Past RELAY_BODY_RETENTION a report keeps everything but its bodies, and says so.
+  const gone = r.bodiesExpired === true ? '(expired: past the body retention)' : undefined;
+  $('detail-request').textContent = gone ?? json(r.request?.body);
+  $('detail-response').textContent = gone ?? json(r.response?.body);
   if (!$('detail').open) $('detail').showModal();
 }
 

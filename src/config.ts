@@ -36,6 +36,12 @@ export interface RelayConfig {
   outboxRetryMs: number;
   reportFlushMs: number;
   reportBatchMax: number;
+  /** ms a report is kept (by receivedAt); 0 keeps reports forever */
+  reportRetentionMs: number;
+  /** ms a report keeps its bodies; 0 keeps them as long as the report */
+  bodyRetentionMs: number;
+  /** size budget of the data dir (and a PostgreSQL report store's rows); 0 is none */
+  dataMaxBytes: number;
   shutdownGraceMs: number;
   upstreamConnectTimeoutMs: number;
   upstreamHeadersTimeoutMs: number;
@@ -44,7 +50,7 @@ export interface RelayConfig {
   pricesFile: string;
 }
 
-type Kind = 'int' | 'string' | 'bool' | 'onoff' | 'list' | 'url' | 'enum' | 'level';
+type Kind = 'int' | 'string' | 'bool' | 'onoff' | 'list' | 'url' | 'enum' | 'level' | 'duration';
 
 interface Setting {
   key: keyof RelayConfig;
@@ -57,6 +63,31 @@ interface Setting {
 }
 
 const PACKAGE_ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
+
+const DAY_MS = 86_400_000;
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: DAY_MS, w: 7 * DAY_MS };
+const DURATION = /^(\d+)(ms|s|m|h|d|w)$/;
+const DURATION_HELP = 'a duration such as 90d, 12h, 30m or 45s (units ms, s, m, h, d, w), or off';
+
+/** `90d` → ms; `off` and `0` → 0 (no limit); undefined when it is not a duration. */
+export function parseDuration(text: string): number | undefined {
+  const t = text.trim().toLowerCase();
+  if (t === 'off' || t === '0') return 0;
+  const m = DURATION.exec(t);
+  if (!m) return undefined;
+  const ms = Number(m[1]) * DURATION_UNITS[m[2]!]!;
+  return Number.isSafeInteger(ms) ? ms : undefined;
+}
+
+/** ms as the shortest exact duration (`7776000000` → `90d`), for --help and messages. */
+export function formatDuration(ms: number): string {
+  if (ms === 0) return 'off';
+  for (const unit of ['w', 'd', 'h', 'm', 's'] as const) {
+    const size = DURATION_UNITS[unit]!;
+    if (ms % size === 0 && (unit !== 'w' || ms % DAY_MS !== 0)) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}
 
 export const DEFAULTS: Readonly<RelayConfig> = Object.freeze({
   port: 8787,
@@ -84,6 +115,9 @@ export const DEFAULTS: Readonly<RelayConfig> = Object.freeze({
   outboxRetryMs: 1_000,
   reportFlushMs: 2,
   reportBatchMax: 500,
+  reportRetentionMs: 90 * DAY_MS,
+  bodyRetentionMs: 30 * DAY_MS,
+  dataMaxBytes: 0,
   shutdownGraceMs: 10_000,
   upstreamConnectTimeoutMs: 10_000,
   upstreamHeadersTimeoutMs: 300_000,
@@ -119,6 +153,9 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'outboxRetryMs', env: 'RELAY_OUTBOX_RETRY_MS', kind: 'int', min: 10, max: 600_000, description: 'how often reports waiting in the outbox are offered to the report store again' },
   { key: 'reportFlushMs', env: 'RELAY_REPORT_FLUSH_MS', kind: 'int', min: 0, max: 10_000, description: 'group commit window: reports arriving within it share one transaction' },
   { key: 'reportBatchMax', env: 'RELAY_REPORT_BATCH_MAX', kind: 'int', min: 1, max: 10_000, description: 'most reports written in one transaction' },
+  { key: 'reportRetentionMs', env: 'RELAY_REPORT_RETENTION', kind: 'duration', description: 'how long a report is kept, counted from when the relay received it (off: forever); older ones are pruned in small steps' },
+  { key: 'bodyRetentionMs', env: 'RELAY_BODY_RETENTION', kind: 'duration', description: 'how long a report keeps its request and response bodies (off: as long as the report); after it the report keeps its metadata, sizes and sha256 and says bodiesExpired: true' },
+  { key: 'dataMaxBytes', env: 'RELAY_DATA_MAX_BYTES', kind: 'int', min: 0, description: 'size budget in bytes of the data dir (with PostgreSQL reports, plus their rows); the oldest reports are pruned while it is exceeded (0: no budget)' },
   { key: 'shutdownGraceMs', env: 'RELAY_SHUTDOWN_GRACE_MS', kind: 'int', min: 0, description: 'how long SIGTERM/SIGINT waits for in-flight calls before closing' },
   { key: 'upstreamConnectTimeoutMs', env: 'RELAY_UPSTREAM_CONNECT_TIMEOUT_MS', kind: 'int', min: 1, description: 'upstream TCP/TLS connect timeout (504)' },
   { key: 'upstreamHeadersTimeoutMs', env: 'RELAY_UPSTREAM_HEADERS_TIMEOUT_MS', kind: 'int', min: 1, description: 'time allowed for the upstream response headers (504)' },
@@ -294,6 +331,11 @@ function fromString(s: Setting, value: string, where: string, problems: string[]
       if (/^(off|false|0)$/i.test(value)) return false;
       problems.push(`${where}: "${value}" is not on or off`);
       return undefined;
+    case 'duration': {
+      const ms = parseDuration(value);
+      if (ms === undefined) problems.push(`${where}: "${value}" is not ${DURATION_HELP}`);
+      return ms;
+    }
     case 'list':
       return value.split(',').map((t) => t.trim()).filter((t) => t.length > 0);
     default:
@@ -323,6 +365,13 @@ function validate(raw: Record<string, unknown>, problems: string[]): RelayConfig
         if (!Array.isArray(v) || v.some((t) => typeof t !== 'string' || t.length === 0))
           problems.push(`${name}: must be a list of non-empty strings`);
         break;
+      case 'duration': {
+        // The config file may give a duration as text (`"90d"`) or as milliseconds.
+        const ms = typeof v === 'string' ? parseDuration(v) : v;
+        if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0) problems.push(`${name}: must be ${DURATION_HELP}`);
+        else raw[s.key] = ms;
+        break;
+      }
       case 'enum':
       case 'level':
         if (!s.values!.includes(v as string)) problems.push(`${name}: must be one of ${s.values!.join(', ')}`);
@@ -430,6 +479,8 @@ export function defaultShown(s: Setting): string {
   if (Array.isArray(def)) return def.length ? def.join(',') : '(none)';
   if (s.kind === 'onoff') return def ? 'on' : 'off';
   if (s.key === 'pricesFile') return 'config/prices.json';
+  if (s.kind === 'duration') return formatDuration(def as number);
+  if (s.key === 'dataMaxBytes' && def === 0) return '0 (no budget)';
   return String(def);
 }
 

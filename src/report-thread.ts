@@ -16,6 +16,11 @@ export interface ReportThreadSettings {
   /** the SQLite report file, for reportsUrl `sqlite` */
   sqliteFile: string;
   outboxFile: string;
+  /** the data dir, whose size RELAY_DATA_MAX_BYTES bounds */
+  dataDir: string;
+  reportRetentionMs: number;
+  bodyRetentionMs: number;
+  dataMaxBytes: number;
   pricesFile: string;
   maxBodyBytes: number;
   maxJsonDepth: number;

@@ -10,6 +10,7 @@ import { createReportWriter } from './core/report-writer.js';
 import { loadPriceTable } from './core/pricing.js';
 import type { FromWorker, ReportThreadSettings, ToWorker } from './report-thread.js';
 import { openOutboxFile } from './storage/outbox-file.js';
+import { createReportPruner, directoryBytes } from './storage/report-pruner.js';
 import type { ReportStore } from './storage/report-store.js';
 
 const settings = workerData as ReportThreadSettings;
@@ -50,6 +51,8 @@ function lazyStore(): ReportStore & { closeIfOpen(): Promise<void> } {
     count: async () => (await store()).count(),
     stats: async (f, g) => (await store()).stats(f, g),
     ping: async () => (await store()).ping(),
+    prune: async (step) => (await store()).prune!(step),
+    sizeBytes: async () => (await store()).sizeBytes!(),
     close: async () => (await store()).close(),
     async closeIfOpen() {
       if (opened) await (await opened.catch(() => undefined))?.close();
@@ -93,6 +96,24 @@ const sink = createReportSink({
   onBroken: (err, id) => send({ t: 'log', level: 'error', obj: { ...logged(err), reportId: id }, msg: 'report not written' }),
 });
 
+// The SQLite report file counts by the pages its rows hold (sizeBytes): the file itself shrinks only at the
+// next checkpoint, and the budget would otherwise take more reports than it needs to.
+const sqliteFiles = new Set(settings.reportsUrl === 'sqlite' ? [settings.sqliteFile, `${settings.sqliteFile}-wal`, `${settings.sqliteFile}-shm`] : []);
+let lastPruneError = 0;
+const pruner = createReportPruner({
+  store,
+  reportRetentionMs: settings.reportRetentionMs,
+  bodyRetentionMs: settings.bodyRetentionMs,
+  maxBytes: settings.dataMaxBytes,
+  measure: async () => directoryBytes(settings.dataDir, sqliteFiles) + (await store.sizeBytes!()),
+  onError: (err) => {
+    // A store outage is the writer's to report; once a minute is enough here.
+    if (Date.now() - lastPruneError < 60_000) return;
+    lastPruneError = Date.now();
+    send({ t: 'log', level: 'warn', obj: logged(err), msg: 'a retention step failed; it is tried again' });
+  },
+});
+pruner.start();
 
 port.on('message', (msg: ToWorker) => {
   if (msg.t === 'batch') {
@@ -107,6 +128,7 @@ port.on('message', (msg: ToWorker) => {
     sink.flush().finally(() => send({ t: 'done', n: msg.n, counters: counters() }));
   } else {
     void (async () => {
+      await pruner.stop();
       await sink.flush().catch(() => undefined);
       await writer.close();
       await Promise.allSettled([store.closeIfOpen(), outbox.close()]);

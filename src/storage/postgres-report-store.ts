@@ -1,10 +1,13 @@
 // The team report store: PostgreSQL through a `pg` pool, so several relay instances share one history.
-// Same columns and list semantics as the SQLite store; the whole report is kept as JSONB.
+// Same columns and list semantics as the SQLite store; the report is kept as JSONB without its bodies,
+// which live once each in the content-addressed `bodies` table (body-store.ts) as exact bytes.
 import pg from 'pg';
 import { StoreUnavailableError } from '../errors.js';
+import { type Hash, packBlob, unpackBlob } from './body-codec.js';
+import { type BlobMap, type BodyRow, type PlannedReport, createBodyKeeper, restoreReports, sweepBefore } from './body-store.js';
 import { buildListSql, pageFromRows, reportColumns } from './report-filters.js';
 import { type StatsDialect, type StatsRow, buildStatsSql, statsResult } from './report-stats-sql.js';
-import type { ReportStore, StoredReport } from './report-store.js';
+import type { PruneResult, ReportStore } from './report-store.js';
 
 export interface PostgresReportStoreOptions {
   connectionString: string;
@@ -14,6 +17,8 @@ export interface PostgresReportStoreOptions {
   poolSize?: number;
   /** how long opening a connection may take, at start and later; default 3000 */
   connectTimeoutMs?: number;
+  /** the clock of body writes (tests move it) */
+  now?: () => number;
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -39,10 +44,22 @@ const dialect: StatsDialect = {
   percentiles: 'native',
 };
 
-interface ListRow {
+interface ReadRow {
+  data: object;
+  request_blob: Buffer | null;
+  response_blob: Buffer | null;
+  bodies_expired: boolean;
+}
+
+interface ListRow extends ReadRow {
   request_ms: string;
   id: string;
-  data: StoredReport;
+}
+
+const READ_COLUMNS = 'data, request_blob, response_blob, bodies_expired';
+
+function bodyRow(row: ReadRow): BodyRow {
+  return { data: row.data, request: row.request_blob, response: row.response_blob, expired: row.bodies_expired };
 }
 
 export async function createPostgresReportStore(opts: PostgresReportStoreOptions): Promise<ReportStore> {
@@ -51,6 +68,9 @@ export async function createPostgresReportStore(opts: PostgresReportStoreOptions
     throw new TypeError(`PostgreSQL schema name ${JSON.stringify(schema)} must match ${SCHEMA_NAME.source}`);
   }
   const table = `"${schema}".reports`;
+  const bodiesTable = `"${schema}".bodies`;
+  const now = opts.now ?? Date.now;
+  const bodies = createBodyKeeper();
   const target = describeTarget(opts.connectionString);
   const fail = (action: string, err: unknown): StoreUnavailableError => {
     const message = `PostgreSQL report store could not ${action}: ${reasonOf(err)}`;
@@ -85,7 +105,7 @@ export async function createPostgresReportStore(opts: PostgresReportStoreOptions
   const ignore = (): void => {};
   client.on('error', ignore);
   try {
-    await prepareSchema(client, schema, table);
+    await prepareSchema(client, schema, table, bodiesTable);
     client.off('error', ignore);
     client.release();
   } catch (err) {
@@ -93,6 +113,14 @@ export async function createPostgresReportStore(opts: PostgresReportStoreOptions
     client.release(err instanceof Error ? err : true);
     await pool.end().catch(() => {});
     throw fail(`prepare ${table}`, err);
+  }
+
+  async function fetchBlobs(hashes: Hash[]): Promise<BlobMap> {
+    const res = await pool.query<{ hash: Buffer; data: Buffer }>(
+      `SELECT hash, data FROM ${bodiesTable} WHERE hash = ANY($1::bytea[])`,
+      [hashes],
+    );
+    return new Map(res.rows.map((r) => [r.hash.toString('hex'), unpackBlob(r.data)]));
   }
 
   let closed = false;
@@ -103,19 +131,31 @@ export async function createPostgresReportStore(opts: PostgresReportStoreOptions
       if (reports.length === 0) return;
       // Rows in id order: concurrent batches that share ids then lock them in the same order and cannot
       // deadlock. The sort is stable, so the first of two equal ids in a batch is still the one kept.
-      const rows = reports
-        .map((report) => ({ report, c: reportColumns(report) }))
+      const planned = reports
+        .map((report) => ({ p: bodies.plan(report), c: reportColumns(report) }))
         .sort((x, y) => (x.c.id < y.c.id ? -1 : x.c.id > y.c.id ? 1 : 0));
-      const cols = rows.map((row) => row.c);
+      const cols = planned.map((row) => row.c);
+      let client: pg.PoolClient;
       try {
-        // One statement is one transaction; unnest keeps it at fifteen parameters whatever the batch size.
-        await pool.query(
+        client = await pool.connect();
+      } catch (err) {
+        throw fail('insert reports', err);
+      }
+      // See prepareSchema: a connection that drops mid-transaction must fail the statement, not the process.
+      const ignore = (): void => {};
+      client.on('error', ignore);
+      try {
+        await client.query('BEGIN');
+        // unnest keeps the statement at a fixed number of parameters whatever the batch size.
+        const res = await client.query<{ id: string }>(
           `INSERT INTO ${table} (id, request_ms, environment, prompt_id, client, model, status, cache_hit,
-                                 duration_ms, input_tokens, output_tokens, cost_usd, cost_saved_usd, outcome, data)
+                                 duration_ms, input_tokens, output_tokens, cost_usd, cost_saved_usd, outcome,
+                                 received_ms, request_blob, response_blob, data)
            SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],
                                 $7::integer[], $8::boolean[], $9::float8[], $10::bigint[], $11::bigint[],
-                                $12::float8[], $13::float8[], $14::text[], $15::jsonb[])
-           ON CONFLICT (id) DO NOTHING`,
+                                $12::float8[], $13::float8[], $14::text[], $15::bigint[], $16::bytea[],
+                                $17::bytea[], $18::jsonb[])
+           ON CONFLICT (id) DO NOTHING RETURNING id`,
           [
             cols.map((c) => pgText(c.id)),
             cols.map((c) => c.requestMs),
@@ -131,20 +171,55 @@ export async function createPostgresReportStore(opts: PostgresReportStoreOptions
             cols.map((c) => c.costUsd),
             cols.map((c) => c.costSavedUsd),
             cols.map((c) => pgTextOrNull(c.outcome)),
-            rows.map((row) => pgJson(JSON.stringify(row.report))),
+            planned.map((row) => row.p.receivedMs),
+            planned.map((row) => row.p.request),
+            planned.map((row) => row.p.response),
+            planned.map((row) => pgJson(row.p.data)),
           ],
         );
+        const taken = new Set(res.rows.map((r) => r.id));
+        const inserted: PlannedReport[] = [];
+        for (const row of planned) {
+          const id = pgText(row.c.id);
+          if (taken.delete(id)) inserted.push(row.p);
+        }
+        const writes = bodies.writes(inserted, now()).sort((a, b) => Buffer.compare(a.blob.hash, b.blob.hash));
+        if (writes.length > 0) {
+          // Blobs already stored only get a newer last_ms; the rest are compressed and inserted. In hash
+          // order, like the reports, so concurrent batches lock them in the same order.
+          const touched = await client.query<{ hash: Buffer }>(
+            `UPDATE ${bodiesTable} AS b SET last_ms = GREATEST(b.last_ms, u.ms)
+             FROM unnest($1::bytea[], $2::bigint[]) AS u(hash, ms) WHERE b.hash = u.hash RETURNING b.hash`,
+            [writes.map((w) => w.blob.hash), writes.map((w) => w.ms)],
+          );
+          const there = new Set(touched.rows.map((r) => r.hash.toString('hex')));
+          const missing = writes.filter((w) => !there.has(w.blob.hash.toString('hex')));
+          if (missing.length > 0) {
+            await client.query(
+              `INSERT INTO ${bodiesTable} (hash, last_ms, data)
+               SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::bytea[])
+               ON CONFLICT (hash) DO UPDATE SET last_ms = GREATEST(${bodiesTable}.last_ms, EXCLUDED.last_ms)`,
+              [missing.map((w) => w.blob.hash), missing.map((w) => w.ms), missing.map((w) => packBlob(w.blob.bytes))],
+            );
+          }
+        }
+        await client.query('COMMIT');
+        bodies.committed(writes);
+        client.off('error', ignore);
+        client.release();
       } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        client.off('error', ignore);
+        client.release(err instanceof Error ? err : true);
         throw fail('insert reports', err);
       }
     },
 
     async get(id) {
       try {
-        const res = await pool.query<{ data: StoredReport }>(`SELECT data FROM ${table} WHERE id = $1`, [
-          pgText(id),
-        ]);
-        return res.rows[0]?.data;
+        const res = await pool.query<ReadRow>(`SELECT ${READ_COLUMNS} FROM ${table} WHERE id = $1`, [pgText(id)]);
+        const row = res.rows[0];
+        return row ? (await restoreReports([bodyRow(row)], fetchBlobs))[0] : undefined;
       } catch (err) {
         throw fail('read a report', err);
       }
@@ -156,13 +231,14 @@ export async function createPostgresReportStore(opts: PostgresReportStoreOptions
       const params = sql.params.map((p) => (typeof p === 'string' ? pgText(p) : p));
       try {
         const res = await pool.query<ListRow>(
-          `SELECT request_ms, id, data FROM ${table} ${sql.where}
+          `SELECT request_ms, id, ${READ_COLUMNS} FROM ${table} ${sql.where}
            ORDER BY request_ms DESC, id DESC LIMIT ${sql.fetch}`,
           params,
         );
+        const reports = await restoreReports(res.rows.map(bodyRow), fetchBlobs);
         // BIGINT arrives as a string; request times are far inside the safe integer range.
         return pageFromRows(
-          res.rows.map((row) => ({ requestMs: Number(row.request_ms), id: row.id, report: row.data })),
+          res.rows.map((row, i) => ({ requestMs: Number(row.request_ms), id: row.id, report: reports[i]! })),
           query.limit,
         );
       } catch (err) {
@@ -200,6 +276,66 @@ export async function createPostgresReportStore(opts: PostgresReportStoreOptions
       }
     },
 
+    async prune(step) {
+      const result: PruneResult = { reports: 0, expired: 0, bodies: 0, more: false };
+      const { rows } = step;
+      try {
+        // Batched deletes, each its own short transaction: a step never holds locks for long beside
+        // traffic, and the sweep reads only committed rows, so stopping between two statements is safe.
+        const old = await pool.query(
+          `DELETE FROM ${table} WHERE id IN
+             (SELECT id FROM ${table} WHERE received_ms < $1 ORDER BY received_ms LIMIT $2)`,
+          [step.reportsBefore, rows],
+        );
+        result.reports += old.rowCount ?? 0;
+        if (step.trimOldest > 0) {
+          const trimmed = await pool.query(
+            `DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} ORDER BY received_ms LIMIT $1)`,
+            [Math.min(step.trimOldest, rows)],
+          );
+          result.reports += trimmed.rowCount ?? 0;
+        }
+        const expired = await pool.query(
+          `UPDATE ${table} SET bodies_expired = true, request_blob = NULL, response_blob = NULL WHERE id IN
+             (SELECT id FROM ${table} WHERE NOT bodies_expired AND received_ms < $1 ORDER BY received_ms LIMIT $2)`,
+          [step.bodiesBefore, rows],
+        );
+        result.expired = expired.rowCount ?? 0;
+        const oldest = await pool.query<{ t: string | null }>(
+          `SELECT min(received_ms) AS t FROM ${table} WHERE NOT bodies_expired`,
+        );
+        const t = oldest.rows[0]?.t;
+        const before = sweepBefore(t == null ? null : Number(t), step.now);
+        // The outer last_ms test is evaluated again on a row that a concurrent batch has just touched
+        // (READ COMMITTED re-checks a locked row): a blob that batch still uses is not deleted.
+        const swept = await pool.query(
+          `DELETE FROM ${bodiesTable} WHERE hash IN
+             (SELECT hash FROM ${bodiesTable} WHERE last_ms < $1 LIMIT $2) AND last_ms < $1`,
+          [before, rows * 8],
+        );
+        result.bodies = swept.rowCount ?? 0;
+      } catch (err) {
+        throw fail('prune reports', err);
+      }
+      if (result.bodies > 0) bodies.forget();
+      result.more = result.reports >= rows || result.expired >= rows || result.bodies >= rows * 8;
+      return result;
+    },
+
+    async sizeBytes() {
+      try {
+        // What the rows hold, not the relation's size: PostgreSQL keeps a table's pages after a DELETE (for
+        // reuse), so the file size would never fall under the budget and every report would go.
+        const res = await pool.query<{ n: string | null }>(
+          `SELECT (SELECT coalesce(sum(pg_column_size(r.*)), 0) FROM ${table} r)
+                + (SELECT coalesce(sum(pg_column_size(b.*)), 0) FROM ${bodiesTable} b) AS n`,
+        );
+        return Number(res.rows[0]?.n ?? 0);
+      } catch (err) {
+        throw fail('measure its size', err);
+      }
+    },
+
     async close() {
       if (closed) return;
       closed = true;
@@ -208,7 +344,7 @@ export async function createPostgresReportStore(opts: PostgresReportStoreOptions
   };
 }
 
-async function prepareSchema(client: pg.PoolClient, schema: string, table: string): Promise<void> {
+async function prepareSchema(client: pg.PoolClient, schema: string, table: string, bodiesTable: string): Promise<void> {
   await client.query('BEGIN');
   try {
     // Relay instances starting together would race on CREATE … IF NOT EXISTS (a unique violation in the
@@ -236,6 +372,10 @@ async function prepareSchema(client: pg.PoolClient, schema: string, table: strin
         cost_usd DOUBLE PRECISION,
         cost_saved_usd DOUBLE PRECISION,
         outcome TEXT,
+        received_ms BIGINT,
+        request_blob BYTEA,
+        response_blob BYTEA,
+        bodies_expired BOOLEAN NOT NULL DEFAULT false,
         data JSONB NOT NULL
       )`);
       await client.query(`CREATE INDEX reports_request_ms_id ON ${table} (request_ms DESC, id DESC)`);
@@ -243,6 +383,13 @@ async function prepareSchema(client: pg.PoolClient, schema: string, table: strin
       await client.query(`CREATE INDEX reports_model ON ${table} (model)`);
     } else {
       await addMissingColumns(client, schema, table);
+    }
+    // The body store and the retention indexes, new in an older schema too.
+    if ((await client.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [bodiesTable])).rows[0]?.t == null) {
+      await client.query(`CREATE TABLE ${bodiesTable} (hash BYTEA PRIMARY KEY, last_ms BIGINT NOT NULL, data BYTEA NOT NULL)`);
+      await client.query(`CREATE INDEX bodies_last_ms ON ${bodiesTable} (last_ms)`);
+      await client.query(`CREATE INDEX reports_received_ms ON ${table} (received_ms)`);
+      await client.query(`CREATE INDEX reports_with_bodies ON ${table} (received_ms) WHERE NOT bodies_expired`);
     }
     await client.query('COMMIT');
   } catch (err) {
@@ -263,6 +410,16 @@ const ADDED_COLUMNS: ReadonlyArray<[name: string, type: string, backfill: string
   ['cost_usd', 'DOUBLE PRECISION', "(data->>'costUsd')::double precision"],
   ['cost_saved_usd', 'DOUBLE PRECISION', "(data->>'costSavedUsd')::double precision"],
   ['outcome', 'TEXT', "CASE WHEN jsonb_typeof(data->'proxy'->'outcome') = 'string' THEN data->'proxy'->>'outcome' END"],
+  // Rows from before the body store keep their bodies inline in `data`; their age counts from receivedAt.
+  [
+    'received_ms',
+    'BIGINT',
+    "COALESCE(CASE WHEN data->>'receivedAt' ~ '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?Z$' " +
+      "THEN (extract(epoch FROM (data->>'receivedAt')::timestamptz) * 1000)::bigint END, request_ms)",
+  ],
+  ['request_blob', 'BYTEA', 'NULL'],
+  ['response_blob', 'BYTEA', 'NULL'],
+  ['bodies_expired', 'BOOLEAN NOT NULL DEFAULT false', 'false'],
 ];
 
 async function addMissingColumns(client: pg.PoolClient, schema: string, table: string): Promise<void> {

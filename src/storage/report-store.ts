@@ -96,6 +96,31 @@ export interface ReportPage {
   nextCursor: string | null;
 }
 
+/** One bounded step of retention; times are epoch ms of receivedAt. */
+export interface PruneStep {
+  /** the clock's now (injectable in tests) */
+  now: number;
+  /** reports received before this are deleted */
+  reportsBefore: number;
+  /** reports received before this lose their bodies (they read with `bodiesExpired: true`) */
+  bodiesBefore: number;
+  /** delete this many of the oldest reports besides (the data dir is over its size budget) */
+  trimOldest: number;
+  /** at most this many rows per kind of change */
+  rows: number;
+}
+
+export interface PruneResult {
+  /** reports deleted */
+  reports: number;
+  /** reports whose bodies expired */
+  expired: number;
+  /** body blobs deleted (no report with bodies uses them) */
+  bodies: number;
+  /** a step found a full batch of work: call again soon */
+  more: boolean;
+}
+
 export interface ReportStore {
   /** `sqlite` or `postgres` */
   readonly kind: string;
@@ -110,5 +135,9 @@ export interface ReportStore {
   count(): Promise<number>;
   stats(filter: ReportFilter, groupBy?: StatsGroupBy): Promise<StatsResult>;
   ping(): Promise<void>;
+  /** One step of retention (the report worker's pruner), in its own transaction(s); safe to cut at any point. */
+  prune?(step: PruneStep): Promise<PruneResult>;
+  /** Bytes the store holds, as its size budget counts them. */
+  sizeBytes?(): Promise<number>;
   close(): Promise<void>;
 }

@@ -3,6 +3,7 @@
 // call here is one or two small indexed statements, so blocking the event loop for them is cheap. Reads
 // do not write: their recency is batched (see pendingTouches).
 import { dirname } from 'node:path';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import { StoreUnavailableError } from '../errors.js';
@@ -36,7 +37,8 @@ const SET_BATCH_MAX = 256;
 interface Row {
   id: number;
   key: string;
-  value: string;
+  /** text as stored by set(), or a BLOB: its UTF-8 deflated (see packValue) */
+  value: string | Buffer;
   created_at: number;
   expires_at: number;
 }
@@ -64,8 +66,26 @@ function entrySize(key: string, value: string): number {
   return Buffer.byteLength(key, 'utf8') + Buffer.byteLength(value, 'utf8');
 }
 
+/** Values from this size up are kept deflated (an answer's JSON shrinks to a third); smaller ones as text. */
+const PACK_FROM = 256;
+
+/**
+ * The stored form of a value: the text itself, or a BLOB of its deflated UTF-8 when that is smaller. The
+ * column's type tells them apart, so files written before (all text) read as they are, and a row stays
+ * readable with the sqlite3 shell (`SELECT CAST(value AS TEXT)` for text, zlib for a BLOB).
+ */
+function packValue(value: string): string | Buffer {
+  if (value.length < PACK_FROM) return value;
+  const packed = deflateRawSync(value);
+  return packed.length < Buffer.byteLength(value) * 0.9 ? packed : value;
+}
+
+function unpackValue(value: string | Buffer): string {
+  return typeof value === 'string' ? value : inflateRawSync(value).toString('utf8');
+}
+
 function toRecord(row: Row): CacheRecord {
-  return { key: row.key, value: row.value, createdAt: row.created_at, expiresAt: row.expires_at };
+  return { key: row.key, value: unpackValue(row.value), createdAt: row.created_at, expiresAt: row.expires_at };
 }
 
 function openDatabase(file: string, busyTimeoutMs: number): Database.Database {
@@ -105,7 +125,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   );
   const touch = db.prepare<[number, string]>('UPDATE cache_entries SET last_access = ? WHERE key = ?');
   const selectSize = db.prepare<[string], number>('SELECT size FROM cache_entries WHERE key = ?').pluck();
-  const upsert = db.prepare<[string, string, number, number, number, number]>(
+  const upsert = db.prepare<[string, string | Buffer, number, number, number, number]>(
     `INSERT INTO cache_entries (key, value, created_at, expires_at, last_access, size) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT (key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at,
        expires_at = excluded.expires_at, last_access = excluded.last_access, size = excluded.size`,
@@ -184,7 +204,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   const setEntry = (record: CacheRecord, size: number, at: number): number => {
     pendingTouches.delete(record.key);
     const previous = selectSize.get(record.key) ?? 0;
-    upsert.run(record.key, record.value, record.createdAt, record.expiresAt, at, size);
+    upsert.run(record.key, packValue(record.value), record.createdAt, record.expiresAt, at, size);
     // Not kept in memory here: the hot copies are of entries read (hits); a burst of new answers (a thousand
     // long streams) would otherwise push them out and hold every new answer twice.
     const bytes = totalBytes - previous + size;

@@ -1,16 +1,25 @@
 // The embedded report store: one SQLite file in the data dir. The indexed columns answer the list filters;
-// the whole report is kept as JSON text, so fields this version does not know survive a round trip.
+// the report is kept as JSON text (so fields this version does not know survive a round trip) without its
+// bodies, which live once each in the content-addressed `bodies` table (body-store.ts).
+// The write side runs on the report worker (insertMany, prune): a batch is one synchronous transaction
+// there, its fsync blocking only that thread. The event loop's instance only reads (WAL lets it read while
+// the worker commits).
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { LRUCache } from 'lru-cache';
 import { StoreUnavailableError } from '../errors.js';
+import { type Hash, packBlob, unpackBlob } from './body-codec.js';
+import { type BlobMap, type BodyRow, type PlannedReport, createBodyKeeper, restoreReports, sweepBefore } from './body-store.js';
 import { makePrivateDir, preparePrivateFile, sqliteCompanions } from './private-files.js';
-import { createSqliteWriter } from './sqlite-writer.js';
 import { buildListSql, pageFromRows, reportColumns } from './report-filters.js';
+import { packRow, unpackRow } from './report-row-codec.js';
 import { type StatsDialect, type StatsRow, buildStatsSql, statsResult } from './report-stats-sql.js';
-import type { ReportStore, StoredReport } from './report-store.js';
+import type { PruneResult, ReportStore, StoredReport } from './report-store.js';
 
 export interface SqliteReportStoreOptions {
   file: string;
+  /** the clock of body writes (tests move it) */
+  now?: () => number;
 }
 
 /** How long a write waits for another connection's lock (another relay process on the same file). */
@@ -32,14 +41,35 @@ const SCHEMA = `
     cost_usd REAL,
     cost_saved_usd REAL,
     outcome TEXT,
+    received_ms INTEGER,
+    request_blob BLOB,
+    response_blob BLOB,
+    bodies_expired INTEGER NOT NULL DEFAULT 0,
+    properties TEXT,
     data TEXT NOT NULL
   );
   CREATE INDEX IF NOT EXISTS reports_request_ms_id ON reports (request_ms DESC, id DESC);
   CREATE INDEX IF NOT EXISTS reports_environment ON reports (environment);
   CREATE INDEX IF NOT EXISTS reports_model ON reports (model);
+  CREATE TABLE IF NOT EXISTS bodies (
+    hash BLOB PRIMARY KEY,
+    last_ms INTEGER NOT NULL,
+    data BLOB NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS bodies_last_ms ON bodies (last_ms);
 `;
 
-/** Columns added after the table's first release, and how rows written before are filled (see postgres). */
+/** Indexes on columns an upgrade adds: created after addMissingColumns. */
+const RETENTION_INDEXES = `
+  CREATE INDEX IF NOT EXISTS reports_received_ms ON reports (received_ms);
+  CREATE INDEX IF NOT EXISTS reports_with_bodies ON reports (received_ms) WHERE bodies_expired = 0;
+`;
+
+/**
+ * Columns added after the table's first release, and how rows written before are filled (see postgres).
+ * The backfills read `data` as JSON text, which rows from before the body store are; a column added later
+ * must fill rows whose `data` is packed (report-row-codec.ts) from the other columns or in code instead.
+ */
 const ADDED_COLUMNS: ReadonlyArray<[name: string, type: string, backfill: string]> = [
   ['duration_ms', 'REAL', "json_extract(data, '$.durationMs')"],
   ['input_tokens', 'INTEGER NOT NULL DEFAULT 0', "COALESCE(CAST(json_extract(data, '$.usage.inputTokens') AS INTEGER), 0)"],
@@ -47,6 +77,13 @@ const ADDED_COLUMNS: ReadonlyArray<[name: string, type: string, backfill: string
   ['cost_usd', 'REAL', "json_extract(data, '$.costUsd')"],
   ['cost_saved_usd', 'REAL', "json_extract(data, '$.costSavedUsd')"],
   ['outcome', 'TEXT', "CASE WHEN json_type(data, '$.proxy.outcome') = 'text' THEN json_extract(data, '$.proxy.outcome') END"],
+  // A report from before the body store keeps its bodies inline in `data` (no blob, nothing to expire but
+  // the row): its age counts from receivedAt.
+  ['received_ms', 'INTEGER', "COALESCE(CAST(round((julianday(json_extract(data, '$.receivedAt')) - 2440587.5) * 86400000) AS INTEGER), request_ms)"],
+  ['request_blob', 'BLOB', 'NULL'],
+  ['response_blob', 'BLOB', 'NULL'],
+  ['bodies_expired', 'INTEGER NOT NULL DEFAULT 0', '0'],
+  ['properties', 'TEXT', "CASE WHEN json_type(data, '$.properties') = 'object' THEN json_extract(data, '$.properties') END"],
 ];
 
 function addMissingColumns(db: Database.Database): void {
@@ -66,11 +103,12 @@ const dialect: StatsDialect = {
     // PROPERTY_NAME admits no `"` or `\`, so quoting the name is enough to keep dots and dashes literal.
     // Strings compare by their value; numbers and booleans by their JSON text (`42`, `1.5`, `true`), which
     // is the string form the client sent them as; null, objects and arrays never match.
-    const path = `$.properties."${name}"`;
+    // The report JSON itself is packed (report-row-codec.ts): properties have a column of their own.
+    const path = `$."${name}"`;
     return (
-      `(CASE WHEN json_type(data, ${bind(path)}) = 'text' THEN json_extract(data, ${bind(path)}) ` +
-      `WHEN json_type(data, ${bind(path)}) IN ('integer', 'real', 'true', 'false') ` +
-      `THEN data -> ${bind(path)} END) = ${bind(value)}`
+      `(CASE WHEN json_type(properties, ${bind(path)}) = 'text' THEN json_extract(properties, ${bind(path)}) ` +
+      `WHEN json_type(properties, ${bind(path)}) IN ('integer', 'real', 'true', 'false') ` +
+      `THEN properties -> ${bind(path)} END) = ${bind(value)}`
     );
   },
   hitTrue: 'cache_hit = 1',
@@ -82,43 +120,85 @@ const dialect: StatsDialect = {
   percentiles: 'window',
 };
 
-interface ListRow {
-  request_ms: number;
-  id: string;
-  data: string;
+interface ReadRow {
+  data: string | Buffer;
+  request_blob: Buffer | null;
+  response_blob: Buffer | null;
+  bodies_expired: number;
 }
 
+interface ListRow extends ReadRow {
+  request_ms: number;
+  id: string;
+}
+
+const READ_COLUMNS = 'data, request_blob, response_blob, bodies_expired';
+
+function bodyRow(row: ReadRow): BodyRow {
+  return { data: unpackRow(row.data), request: row.request_blob, response: row.response_blob, expired: row.bodies_expired === 1 };
+}
+
+/** Unpacked blobs kept by the reading side: the system prompt and a conversation's history are read again and again. */
+const READ_CACHE_BYTES = 8 * 1024 * 1024;
+/** Pages given back to the file system per prune step (4 KiB each). */
+const VACUUM_PAGES = 2048;
+
 export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportStore {
+  const now = opts.now ?? Date.now;
   let db: Database.Database;
   try {
     makePrivateDir(dirname(opts.file));
     preparePrivateFile(opts.file, sqliteCompanions(opts.file));
     db = new Database(opts.file);
+    // Set while the file is still empty (it cannot be changed later without a VACUUM): pruning then gives
+    // pages back to the file system a few at a time (incremental_vacuum) instead of only to a free list.
+    db.pragma('auto_vacuum = INCREMENTAL');
     // WAL with synchronous=FULL: a committed batch is on disk when insertMany resolves, and the caller
     // acknowledges reports (or drops them from its outbox) only after that.
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    // A burst's WAL is cut back after its checkpoint rather than kept at its largest.
+    db.pragma('journal_size_limit = 1048576');
     db.exec(SCHEMA);
     addMissingColumns(db);
+    db.exec(RETENTION_INDEXES);
   } catch (err) {
     throw failure(`open ${opts.file}`, err);
   }
 
-  // Inserts go through a worker thread (their fsync must not block requests); reads stay here (WAL lets
-  // this connection read while the writer commits).
-  const writer = createSqliteWriter({
-    file: opts.file,
-    busyTimeoutMs: BUSY_TIMEOUT_MS,
-    insertSql: `INSERT INTO reports (id, request_ms, environment, prompt_id, client, model, status, cache_hit,
-                          duration_ms, input_tokens, output_tokens, cost_usd, cost_saved_usd, outcome, data)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
-  });
-  const selectOne = db.prepare<[string], { data: string }>('SELECT data FROM reports WHERE id = ?');
+  const insertReport = db.prepare(
+    `INSERT INTO reports (id, request_ms, environment, prompt_id, client, model, status, cache_hit, duration_ms,
+                          input_tokens, output_tokens, cost_usd, cost_saved_usd, outcome, received_ms,
+                          request_blob, response_blob, properties, data)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+  );
+  const touchBody = db.prepare('UPDATE bodies SET last_ms = max(last_ms, ?) WHERE hash = ?');
+  const insertBody = db.prepare('INSERT INTO bodies (hash, last_ms, data) VALUES (?, ?, ?)');
+  const selectOne = db.prepare<[string], ReadRow>(`SELECT ${READ_COLUMNS} FROM reports WHERE id = ?`);
+  const selectBlob = db.prepare<[Buffer], { data: Buffer }>('SELECT data FROM bodies WHERE hash = ?');
   const countAll = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM reports');
   const selectOk = db.prepare('SELECT 1');
-  function row(report: StoredReport): unknown[] {
-    const c = reportColumns(report);
+  const deleteOld = db.prepare(
+    'DELETE FROM reports WHERE rowid IN (SELECT rowid FROM reports WHERE received_ms < ? ORDER BY received_ms LIMIT ?)',
+  );
+  const deleteOldest = db.prepare(
+    'DELETE FROM reports WHERE rowid IN (SELECT rowid FROM reports ORDER BY received_ms LIMIT ?)',
+  );
+  const expireBodies = db.prepare(
+    `UPDATE reports SET bodies_expired = 1, request_blob = NULL, response_blob = NULL WHERE rowid IN
+       (SELECT rowid FROM reports WHERE bodies_expired = 0 AND received_ms < ? ORDER BY received_ms LIMIT ?)`,
+  );
+  const oldestWithBodies = db.prepare<[], { t: number | null }>(
+    'SELECT min(received_ms) AS t FROM reports WHERE bodies_expired = 0',
+  );
+  // (a rowid table: WITHOUT ROWID packs these rows worse and puts the hash in every index entry, measured)
+  const sweep = db.prepare('DELETE FROM bodies WHERE rowid IN (SELECT rowid FROM bodies WHERE last_ms < ? LIMIT ?)');
+  const bodies = createBodyKeeper();
+  const readCache = new LRUCache<string, Buffer>({ maxSize: READ_CACHE_BYTES, sizeCalculation: (b) => Math.max(1, b.length) });
+
+  function row(p: PlannedReport): unknown[] {
+    const c = reportColumns(p.report);
     return [
       c.id,
       c.requestMs,
@@ -134,9 +214,50 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
       c.costUsd,
       c.costSavedUsd,
       c.outcome,
-      JSON.stringify(report),
+      p.receivedMs,
+      p.request,
+      p.response,
+      propertiesColumn(p.report.properties),
+      packRow(p.data),
     ];
   }
+
+  const insertBatch = db.transaction((planned: PlannedReport[], now: number) => {
+    const inserted = planned.filter((p) => insertReport.run(row(p)).changes === 1);
+    const writes = bodies.writes(inserted, now);
+    for (const w of writes) {
+      if (touchBody.run(w.ms, w.blob.hash).changes === 0) insertBody.run(w.blob.hash, w.ms, packBlob(w.blob.bytes));
+    }
+    return writes;
+  });
+
+  const pruneStep = db.transaction((at: number, reportsBefore: number, bodiesBefore: number, trimOldest: number, rows: number) => {
+    const result: PruneResult = { reports: 0, expired: 0, bodies: 0, more: false };
+    result.reports += deleteOld.run(reportsBefore, rows).changes;
+    if (trimOldest > 0) result.reports += deleteOldest.run(Math.min(trimOldest, rows)).changes;
+    result.expired = expireBodies.run(bodiesBefore, rows).changes;
+    const before = sweepBefore(oldestWithBodies.get()?.t ?? null, at);
+    result.bodies = sweep.run(before, rows * 8).changes;
+    result.more = result.reports >= rows || result.expired >= rows || result.bodies >= rows * 8;
+    return result;
+  });
+
+  function fetchBlobs(hashes: Hash[]): BlobMap {
+    const out: BlobMap = new Map();
+    for (const hash of hashes) {
+      const hex = hash.toString('hex');
+      let bytes = readCache.get(hex);
+      if (!bytes) {
+        const found = selectBlob.get(hash);
+        if (!found) continue;
+        bytes = unpackBlob(found.data);
+        readCache.set(hex, bytes);
+      }
+      out.set(hex, bytes);
+    }
+    return out;
+  }
+
   let closed = false;
 
   return {
@@ -146,7 +267,8 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
       if (reports.length === 0) return;
       if (closed) throw failure('insert reports', new Error('the store is closed'));
       try {
-        await writer.insert(reports.map(row));
+        const writes = insertBatch(reports.map((r) => bodies.plan(r)), now());
+        bodies.committed(writes);
       } catch (err) {
         throw failure('insert reports', err);
       }
@@ -154,8 +276,8 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
 
     async get(id) {
       try {
-        const row = selectOne.get(id);
-        return row ? (JSON.parse(row.data) as StoredReport) : undefined;
+        const found = selectOne.get(id);
+        return found ? (await restoreReports([bodyRow(found)], fetchBlobs))[0] : undefined;
       } catch (err) {
         throw failure('read a report', err);
       }
@@ -168,16 +290,13 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
         // Filter combinations vary per call, so this statement is prepared each time (microseconds).
         const rows = db
           .prepare<unknown[], ListRow>(
-            `SELECT request_ms, id, data FROM reports ${sql.where}
+            `SELECT request_ms, id, ${READ_COLUMNS} FROM reports ${sql.where}
              ORDER BY request_ms DESC, id DESC LIMIT ${sql.fetch}`,
           )
           .all(...sql.params);
+        const reports = await restoreReports(rows.map(bodyRow), fetchBlobs);
         return pageFromRows(
-          rows.map((row) => ({
-            requestMs: row.request_ms,
-            id: row.id,
-            report: JSON.parse(row.data) as StoredReport,
-          })),
+          rows.map((row, i) => ({ requestMs: row.request_ms, id: row.id, report: reports[i]! })),
           query.limit,
         );
       } catch (err) {
@@ -213,13 +332,50 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
       }
     },
 
+    async prune(step) {
+      if (closed) throw failure('prune reports', new Error('the store is closed'));
+      try {
+        const result = pruneStep(step.now, step.reportsBefore, step.bodiesBefore, step.trimOldest, step.rows);
+        if (result.bodies > 0) bodies.forget();
+        // Pages freed by the deletes go back to the file system a bounded number at a time.
+        if (result.reports + result.expired + result.bodies > 0) db.pragma(`incremental_vacuum(${VACUUM_PAGES})`);
+        return result;
+      } catch (err) {
+        throw failure('prune reports', err);
+      }
+    },
+
+    async sizeBytes() {
+      try {
+        const pages = db.pragma('page_count', { simple: true }) as number;
+        const free = db.pragma('freelist_count', { simple: true }) as number;
+        const size = db.pragma('page_size', { simple: true }) as number;
+        return (pages - free) * size;
+      } catch (err) {
+        throw failure('measure its size', err);
+      }
+    },
+
     async close() {
       if (closed) return;
       closed = true;
-      await writer.close();
-      if (db.open) db.close();
+      if (!db.open) return;
+      // The last connection to close checkpoints and removes the WAL; a truncating checkpoint first leaves
+      // nothing behind even if another connection (the other thread's) stays open.
+      try {
+        db.pragma('wal_checkpoint(TRUNCATE)');
+      } catch {
+        // another connection is busy: it checkpoints when it closes
+      }
+      db.close();
     },
   };
+}
+
+function propertiesColumn(properties: unknown): string | null {
+  return typeof properties === 'object' && properties !== null && !Array.isArray(properties) && Object.keys(properties).length > 0
+    ? JSON.stringify(properties)
+    : null;
 }
 
 function failure(action: string, err: unknown): StoreUnavailableError {

@@ -109,6 +109,36 @@ describe('sqlite cache store', () => {
     await second.close();
   });
 
+  it('keeps large values deflated and reads text rows written before as they are', async () => {
+    const file = join(tempDir, `packed-${++files}.db`);
+    const at = Date.now();
+    const answer = `{"v":2,"status":200}\n${JSON.stringify({ choices: [{ message: { content: 'ünïcödé answer '.repeat(200) } }] })}`;
+    const big: CacheRecord = { key: 'ns:big', value: answer, createdAt: at, expiresAt: at + 60_000 };
+    const small: CacheRecord = { key: 'ns:small', value: '{"v":2}\n{}', createdAt: at, expiresAt: at + 60_000 };
+    const first = createSqliteCacheStore({ file, maxBytes: 1_000_000 });
+    await first.set(big);
+    await first.set(small);
+    await first.close();
+    const db = new Database(file);
+    const rows = db.prepare('SELECT key, typeof(value) AS t, length(value) AS n FROM cache_entries ORDER BY key').all() as { key: string; t: string; n: number }[];
+    expect(rows.map((r) => [r.key, r.t])).toEqual([['ns:big', 'blob'], ['ns:small', 'text']]);
+    expect(rows[0]!.n).toBeLessThan(Buffer.byteLength(answer) / 4);
+    // A row as an earlier relay wrote it: plain text, whatever its size.
+    db.prepare('INSERT INTO cache_entries VALUES (?, ?, ?, ?, ?, ?)').run('ns:old', answer, at, at + 60_000, at, answer.length + 6);
+    db.close();
+    const second = createSqliteCacheStore({ file, maxBytes: 1_000_000 });
+    try {
+      expect(await second.get('ns:big')).toEqual(big);
+      expect(await second.get('ns:small')).toEqual(small);
+      expect(await second.get('ns:old')).toEqual({ ...big, key: 'ns:old' });
+      const exported: CacheRecord[] = [];
+      for await (const r of second.entries()) exported.push(r);
+      expect(exported.map((r) => r.value)).toEqual([answer, small.value, answer]);
+    } finally {
+      await second.close();
+    }
+  });
+
   it('restores the running byte total on reopen and keeps enforcing the budget', async () => {
     const file = join(tempDir, `total-${++files}.db`);
     let time = Date.now();

@@ -156,6 +156,48 @@ describe('loadConfig', () => {
   });
 });
 
+describe('retention settings', () => {
+  it('default to 90 days of reports, 30 days of bodies and no size budget', () => {
+    expect(loadConfig({ env: {}, argv: [] })).toMatchObject({
+      reportRetentionMs: 90 * 86_400_000,
+      bodyRetentionMs: 30 * 86_400_000,
+      dataMaxBytes: 0,
+    });
+    expect(helpText('1.0.0')).toContain('env RELAY_REPORT_RETENTION, default 90d');
+    expect(helpText('1.0.0')).toContain('env RELAY_BODY_RETENTION, default 30d');
+  });
+
+  it('take durations from the environment, flags and the file (text or milliseconds), and off', async () => {
+    expect(loadConfig({ env: { RELAY_REPORT_RETENTION: '12h', RELAY_BODY_RETENTION: 'off', RELAY_DATA_MAX_BYTES: '1048576' } })).toMatchObject({
+      reportRetentionMs: 12 * 3_600_000,
+      bodyRetentionMs: 0,
+      dataMaxBytes: 1_048_576,
+    });
+    expect(loadConfig({ env: {}, argv: ['--report-retention', '2w', '--body-retention=45s'] })).toMatchObject({
+      reportRetentionMs: 14 * 86_400_000,
+      bodyRetentionMs: 45_000,
+    });
+    const file = await configFile({ reportRetentionMs: '7d', bodyRetentionMs: 60_000 });
+    expect(loadConfig({ env: {}, argv: ['--config', file] })).toMatchObject({ reportRetentionMs: 7 * 86_400_000, bodyRetentionMs: 60_000 });
+  });
+
+  it('refuse what is not a duration or a byte count, naming the setting and the form expected', async () => {
+    const file = await configFile({ bodyRetentionMs: -5 });
+    let err: unknown;
+    try {
+      loadConfig({ env: { RELAY_REPORT_RETENTION: '90 days', RELAY_DATA_MAX_BYTES: '1GB' }, argv: ['--config', file] });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).problems).toEqual([
+      'RELAY_REPORT_RETENTION: "90 days" is not a duration such as 90d, 12h, 30m or 45s (units ms, s, m, h, d, w), or off',
+      'RELAY_DATA_MAX_BYTES: "1GB" is not a whole number',
+      'bodyRetentionMs (RELAY_BODY_RETENTION): must be a duration such as 90d, 12h, 30m or 45s (units ms, s, m, h, d, w), or off',
+    ]);
+  });
+});
+
 describe('splitArgv', () => {
   it('separates the command and its arguments from the options, each option with its value', () => {
     expect(splitArgv(['--data-dir', 'X', 'cache', 'import', 'FILE'])).toEqual({ positionals: ['cache', 'import', 'FILE'], options: ['--data-dir', 'X'] });

@@ -1,0 +1,197 @@
+// How a report body becomes content-addressed blobs and back. A body is one blob, its sha256 the address;
+// a chat-style request (an object with a `messages` array, and Anthropic's `system`) and a chat answer
+// (`choices[i].message`) are split so that each message is a blob of its own, and the body's blob is a small
+// skeleton naming them: a conversation's next turn adds only its new messages, and a message sent again (the
+// same bytes) is the same blob. The skeleton is the body's own JSON text with each split value replaced by 0,
+// so keys keep their order and odd keys (`__proto__`) their place; where the split values go is written
+// beside it, never guessed from the text (a body may hold a 0 of its own).
+//
+// Blob bytes (what is hashed):  'J' + JSON text                 a whole value
+//                               'S' + u32 header length + header JSON + skeleton JSON + 32-byte hashes
+// Stored bytes (what is kept):  0 + blob bytes  |  1 + brotli(blob bytes)      (small blobs stay raw)
+import { createHash } from 'node:crypto';
+import { brotliCompressSync, brotliDecompressSync, constants } from 'node:zlib';
+
+export type Hash = Buffer;
+
+export interface Blob {
+  hash: Hash;
+  bytes: Buffer;
+}
+
+/** A body as blobs: `root` is the one a report names; `blobs` holds every blob it needs, root included. */
+export interface SplitBody {
+  root: Hash;
+  blobs: Blob[];
+}
+
+/** Where the split values of a skeleton were: every `messages[i]`, `system`, and `choices[i].message` for i in `c`. */
+interface Header {
+  m?: number;
+  s?: 1;
+  c?: number[];
+}
+
+const WHOLE = 0x4a; // 'J'
+const SKELETON = 0x53; // 'S'
+const HASH_BYTES = 32;
+/** Below this, compressing gains too little to pay for the flag byte and the work. */
+const COMPRESS_FROM = 96;
+
+function sha256(bytes: Buffer): Hash {
+  return createHash('sha256').update(bytes).digest();
+}
+
+function blobOf(kind: number, text: string): Blob {
+  const bytes = Buffer.allocUnsafe(1 + Buffer.byteLength(text));
+  bytes[0] = kind;
+  bytes.write(text, 1);
+  return { hash: sha256(bytes), bytes };
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function own(o: object, key: string): boolean {
+  return Object.prototype.hasOwnProperty.call(o, key);
+}
+
+/** The values a body is split into, in the order the skeleton lists them, and the header that says where. */
+function splitPoints(body: unknown): { header: Header; parts: unknown[]; holes: Set<unknown> } | undefined {
+  if (!isObject(body)) return undefined;
+  const header: Header = {};
+  const parts: unknown[] = [];
+  // Identity of the holders whose key is replaced: JSON.stringify's replacer sees each holder by reference.
+  const holes = new Set<unknown>();
+  const messages = own(body, 'messages') ? body['messages'] : undefined;
+  if (Array.isArray(messages) && messages.length > 0) {
+    header.m = messages.length;
+    parts.push(...messages);
+    holes.add(messages);
+  }
+  const system = own(body, 'system') ? body['system'] : undefined;
+  if (typeof system === 'string' || Array.isArray(system)) {
+    header.s = 1;
+    parts.push(system);
+  }
+  const choices = own(body, 'choices') ? body['choices'] : undefined;
+  if (Array.isArray(choices)) {
+    const c: number[] = [];
+    choices.forEach((choice, i) => {
+      if (isObject(choice) && own(choice, 'message') && choice['message'] !== undefined) {
+        c.push(i);
+        parts.push(choice['message']);
+        holes.add(choice);
+      }
+    });
+    if (c.length > 0) header.c = c;
+  }
+  return parts.length > 0 ? { header, parts, holes } : undefined;
+}
+
+/**
+ * The blobs of a body (a JSON value: what JSON.stringify keeps is what is kept). Undefined bodies have none;
+ * the caller stores nothing for them.
+ */
+export function splitBody(body: unknown): SplitBody {
+  const points = splitPoints(body);
+  if (!points) {
+    const blob = blobOf(WHOLE, JSON.stringify(body));
+    return { root: blob.hash, blobs: [blob] };
+  }
+  const { header, parts, holes } = points;
+  // An array's undefined element is null in JSON, as in the body's own text.
+  const children = parts.map((part) => blobOf(WHOLE, JSON.stringify(part) ?? 'null'));
+  const top = body as Record<string, unknown>;
+  const skeleton = JSON.stringify(body, function (this: unknown, key: string, value: unknown) {
+    if (this === top && key === 'system' && header.s === 1) return 0;
+    if (holes.has(this) && (Array.isArray(this) || key === 'message')) return 0;
+    return value;
+  });
+  const headerText = JSON.stringify(header);
+  const headerLength = Buffer.byteLength(headerText);
+  const bytes = Buffer.allocUnsafe(5 + headerLength + Buffer.byteLength(skeleton) + children.length * HASH_BYTES);
+  bytes[0] = SKELETON;
+  bytes.writeUInt32BE(headerLength, 1);
+  let at = 5 + bytes.write(headerText, 5);
+  at += bytes.write(skeleton, at);
+  for (const child of children) at += child.hash.copy(bytes, at);
+  const root: Blob = { hash: sha256(bytes), bytes };
+  return { root: root.hash, blobs: [root, ...children] };
+}
+
+/** The hashes a blob names (a skeleton's children); none for a whole value. */
+export function childrenOf(bytes: Buffer): Hash[] {
+  if (bytes[0] !== SKELETON) return [];
+  const { hashesAt } = skeletonParts(bytes);
+  const out: Hash[] = [];
+  for (let at = hashesAt; at < bytes.length; at += HASH_BYTES) out.push(bytes.subarray(at, at + HASH_BYTES));
+  return out;
+}
+
+function skeletonParts(bytes: Buffer): { header: Header; skeleton: string; hashesAt: number } {
+  const headerLength = bytes.readUInt32BE(1);
+  const header = JSON.parse(bytes.toString('utf8', 5, 5 + headerLength)) as Header;
+  const count = (header.m ?? 0) + (header.s ?? 0) + (header.c?.length ?? 0);
+  const hashesAt = bytes.length - count * HASH_BYTES;
+  return { header, skeleton: bytes.toString('utf8', 5 + headerLength, hashesAt), hashesAt };
+}
+
+export class MissingBlobError extends Error {
+  constructor(hash: Hash) {
+    super(`body blob ${hash.toString('hex')} is missing`);
+    this.name = 'MissingBlobError';
+  }
+}
+
+/** The body a root blob stands for, deep-equal to what was split (key order included). */
+export function assembleBody(root: Hash, blob: (hash: Hash) => Buffer | undefined): unknown {
+  const read = (hash: Hash): Buffer => {
+    const bytes = blob(hash);
+    if (!bytes) throw new MissingBlobError(hash);
+    return bytes;
+  };
+  const bytes = read(root);
+  if (bytes[0] === WHOLE) return JSON.parse(bytes.toString('utf8', 1));
+  const { header, skeleton, hashesAt } = skeletonParts(bytes);
+  const body = JSON.parse(skeleton) as Record<string, unknown>;
+  let at = hashesAt;
+  const next = (): unknown => {
+    const child = read(bytes.subarray(at, at + HASH_BYTES));
+    at += HASH_BYTES;
+    return JSON.parse(child.toString('utf8', 1));
+  };
+  // Assignments to keys the skeleton already has keep their places in the key order.
+  if (header.m !== undefined) {
+    const messages = body['messages'] as unknown[];
+    for (let i = 0; i < header.m; i++) messages[i] = next();
+  }
+  if (header.s === 1) body['system'] = next();
+  for (const i of header.c ?? []) (((body['choices'] as unknown[])[i]) as Record<string, unknown>)['message'] = next();
+  return body;
+}
+
+/** The bytes kept for a blob: compressed when that pays. */
+export function packBlob(bytes: Buffer): Buffer {
+  if (bytes.length >= COMPRESS_FROM) {
+    const packed = brotliCompressSync(bytes, {
+      params: {
+        // Quality 5: most of the gain of 11 at a small part of the time (measured on chat messages).
+        [constants.BROTLI_PARAM_QUALITY]: 5,
+        [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+        [constants.BROTLI_PARAM_SIZE_HINT]: bytes.length,
+      },
+    });
+    if (packed.length + 1 < bytes.length) return Buffer.concat([FLAG_BROTLI, packed]);
+  }
+  return Buffer.concat([FLAG_RAW, bytes]);
+}
+
+const FLAG_RAW = Buffer.from([0]);
+const FLAG_BROTLI = Buffer.from([1]);
+
+export function unpackBlob(stored: Uint8Array): Buffer {
+  const buf = Buffer.isBuffer(stored) ? stored : Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
+  return buf[0] === 1 ? brotliDecompressSync(buf.subarray(1)) : buf.subarray(1);
+}

@@ -1,0 +1,174 @@
+// The part of the content-addressed body store that both report stores share: what a report row keeps (its
+// JSON with the bodies left out, and the hashes of the bodies' root blobs), which blobs a batch must write,
+// and how a row read back gets its bodies again. The stores differ only in the SQL.
+//
+// Every blob has a `last_ms`: the newest receivedAt of a report that uses it, or the time it was written if
+// later. Reports are pruned oldest first, so a blob whose last_ms is older than every report that still
+// has its bodies is used by none of them: the sweep is one range delete, needs no reference counts and no
+// list of which skeleton names which message, and is right after any crash (it reads only committed rows).
+// To keep writes cheap, a blob used again within KNOWN_FRESH_MS of its recorded last_ms is not touched; the
+// sweep keeps that much (and the time a batch takes) in hand, see sweepBefore.
+import { LRUCache } from 'lru-cache';
+import { type Blob, type Hash, MissingBlobError, assembleBody, childrenOf, splitBody, type SplitBody } from './body-codec.js';
+import type { StoredReport } from './report-store.js';
+
+/** How stale a blob's recorded last_ms may be before a new use writes it again. */
+export const KNOWN_FRESH_MS = 60 * 60 * 1000;
+
+/** The newest last_ms the sweep may delete now: never one that a batch in progress may still be using. */
+export function sweepBefore(oldestWithBodiesMs: number | null, now: number): number {
+  return Math.min(oldestWithBodiesMs ?? Number.POSITIVE_INFINITY, now - 2 * KNOWN_FRESH_MS) - KNOWN_FRESH_MS;
+}
+
+/** A report as its row keeps it. */
+export interface PlannedReport {
+  report: StoredReport;
+  /** the report's JSON, each body replaced by 0 (the key stays, so it keeps its place) */
+  data: string;
+  request: Hash | null;
+  response: Hash | null;
+  receivedMs: number;
+  blobs: Blob[];
+}
+
+export interface BlobWrite {
+  blob: Blob;
+  ms: number;
+}
+
+export interface BodyKeeper {
+  plan(report: StoredReport): PlannedReport;
+  /** The blobs the inserted reports need written (or their last_ms raised), one per hash, newest ms. */
+  writes(inserted: PlannedReport[], now: number): BlobWrite[];
+  /** After the batch committed: these blobs are known to be stored with at least this last_ms. */
+  committed(writes: BlobWrite[]): void;
+  /** After a sweep: what was known may be gone. */
+  forget(): void;
+}
+
+/** Known blobs remembered by the writer: enough for a busy relay's recent conversations. */
+const KNOWN_HASHES = 50_000;
+
+export function createBodyKeeper(): BodyKeeper {
+  const known = new LRUCache<string, number>({ max: KNOWN_HASHES });
+  // A hit's report carries its origin's answer as the same object (report-pipeline.ts): split once.
+  const splits = new WeakMap<object, SplitBody>();
+
+  function split(body: unknown): SplitBody | null {
+    if (body === undefined) return null;
+    if (typeof body !== 'object' || body === null) return splitBody(body);
+    let s = splits.get(body);
+    if (!s) {
+      s = splitBody(body);
+      splits.set(body, s);
+    }
+    return s;
+  }
+
+  return {
+    plan(report) {
+      const req = split(report.request?.body);
+      const res = split(report.response?.body);
+      const request = report.request;
+      const response = report.response;
+      const data = JSON.stringify(report, function (this: unknown, key: string, value: unknown) {
+        return key === 'body' && (this === request || this === response) && value !== undefined ? 0 : value;
+      });
+      const blobs = [...(req?.blobs ?? []), ...(res?.blobs ?? [])];
+      return { report, data, request: req?.root ?? null, response: res?.root ?? null, receivedMs: receivedMs(report), blobs };
+    },
+
+    writes(inserted, now) {
+      const out = new Map<string, BlobWrite>();
+      for (const p of inserted) {
+        // The write's own time when the report is older (one delivered late from the outbox): a blob that
+        // was just written must not look sweepable to a pruner running beside this batch.
+        const ms = Math.max(p.receivedMs, now);
+        for (const blob of p.blobs) {
+          const hex = blob.hash.toString('hex');
+          const kept = known.get(hex);
+          if (kept !== undefined && kept >= ms - KNOWN_FRESH_MS) continue;
+          const w = out.get(hex);
+          if (!w) out.set(hex, { blob, ms });
+          else if (w.ms < ms) w.ms = ms;
+        }
+      }
+      return [...out.values()];
+    },
+
+    committed(writes) {
+      for (const w of writes) {
+        const hex = w.blob.hash.toString('hex');
+        known.set(hex, Math.max(known.get(hex) ?? 0, w.ms));
+      }
+    },
+
+    forget() {
+      known.clear();
+    },
+  };
+}
+
+function receivedMs(report: StoredReport): number {
+  const t = Date.parse(report.receivedAt);
+  if (Number.isFinite(t)) return t;
+  const r = Date.parse(report.request?.timestamp);
+  return Number.isFinite(r) ? r : 0;
+}
+
+/** A row as read back: its JSON, its bodies' root hashes, and whether the pruner took its bodies. */
+export interface BodyRow {
+  data: string | object;
+  request: Hash | null;
+  response: Hash | null;
+  expired: boolean;
+}
+
+/** Unpacked blob bytes by hex hash. */
+export type BlobMap = Map<string, Buffer>;
+
+/** Reads the blobs of these hashes that exist (unpacked). */
+export type FetchBlobs = (hashes: Hash[]) => Promise<BlobMap> | BlobMap;
+
+/** The reports of these rows with their bodies re-assembled; two reads of blobs at most (roots, then messages). */
+export async function restoreReports(rows: BodyRow[], fetch: FetchBlobs): Promise<StoredReport[]> {
+  const roots = new Map<string, Hash>();
+  for (const row of rows) {
+    if (row.request) roots.set(row.request.toString('hex'), row.request);
+    if (row.response) roots.set(row.response.toString('hex'), row.response);
+  }
+  const blobs: BlobMap = roots.size > 0 ? new Map(await fetch([...roots.values()])) : new Map();
+  const children = new Map<string, Hash>();
+  for (const bytes of blobs.values()) {
+    for (const child of childrenOf(bytes)) {
+      const hex = child.toString('hex');
+      if (!blobs.has(hex)) children.set(hex, child);
+    }
+  }
+  if (children.size > 0) for (const [hex, bytes] of await fetch([...children.values()])) blobs.set(hex, bytes);
+  return rows.map((row) => restoreReport(row, blobs));
+}
+
+function restoreReport(row: BodyRow, blobs: BlobMap): StoredReport {
+  const report = (typeof row.data === 'string' ? JSON.parse(row.data) : row.data) as StoredReport;
+  if (row.expired) return expire(report);
+  try {
+    const get = (h: Hash): Buffer | undefined => blobs.get(h.toString('hex'));
+    if (row.request) report.request.body = assembleBody(row.request, get);
+    if (row.response) report.response.body = assembleBody(row.response, get);
+  } catch (err) {
+    // Never expected (a body is swept only after every report using it lost its bodies), but a report
+    // whose body is gone is still a report: it reads like one past body retention.
+    if (err instanceof MissingBlobError) return expire(report);
+    throw err;
+  }
+  return report;
+}
+
+/** A report past body retention: its bodies are gone, everything else stays. */
+function expire(report: StoredReport): StoredReport {
+  if (report.request && 'body' in report.request) delete report.request.body;
+  if (report.response && 'body' in report.response) delete report.response.body;
+  report['bodiesExpired'] = true;
+  return report;
+}

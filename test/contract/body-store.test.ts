@@ -1,0 +1,126 @@
+// The body store behind both report stores: any body comes back exactly as it went in (deep-equal, key
+// order included), chat requests and answers are kept one message per blob, and a hit's report or a
+// conversation's next turn writes only what is new. Real SQLite and PostgreSQL; never skipped.
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { StoredReport } from '../../src/storage/report-store.js';
+import { type StoreKind, dropSchemas, missingBlobs, openStore } from '../helpers/report-stores.js';
+import { makeReport } from './report-fixtures.js';
+
+afterAll(dropSchemas);
+
+/** Any key, odd ones among them: prototype names, unicode, the split points' own names. */
+const key = fc.oneof(
+  fc.string(),
+  fc.constantFrom('__proto__', 'constructor', 'prototype', 'messages', 'system', 'choices', 'message', 'body', '0', 'é世🎉', ''),
+);
+
+/** Objects built with own keys in a given order (Object.fromEntries defines `__proto__` as a plain key). */
+const json: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    fc.constantFrom(null, true, false, 0, 1.5, -7, 1e21, ''),
+    fc.string({ unit: 'grapheme' }),
+    fc.string({ unit: 'binary' }),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.array(fc.tuple(key, tie('value')), { maxLength: 5 }).map((entries) => Object.fromEntries(entries)),
+  ),
+})).value;
+
+const extras = fc.array(fc.tuple(key, json), { maxLength: 3 });
+
+/** A chat request: `messages` (and maybe `system`) among other keys, in any order. */
+const chatRequest = fc
+  .tuple(
+    extras,
+    fc.array(fc.oneof(fc.record({ role: fc.constantFrom('user', 'assistant'), content: fc.string() }), json), { maxLength: 6 }),
+    fc.option(fc.oneof(fc.string(), fc.array(json, { maxLength: 3 }), json)),
+    fc.nat(),
+  )
+  .map(([more, messages, system, at]) => {
+    const entries: [string, unknown][] = [['model', 'gpt-4o'], ['messages', messages], ...more];
+    if (system !== null) entries.push(['system', system]);
+    const i = at % entries.length;
+    [entries[0], entries[i]] = [entries[i]!, entries[0]!];
+    return Object.fromEntries(entries);
+  });
+
+/** A chat answer: `choices[i].message`, some choices without one. */
+const chatAnswer = fc
+  .tuple(extras, fc.array(fc.oneof(fc.record({ index: fc.nat(), message: json, finish_reason: fc.string() }), json), { maxLength: 4 }))
+  .map(([more, choices]) => Object.fromEntries([['object', 'chat.completion'], ...more, ['choices', choices]]));
+
+const body = fc.oneof(json, chatRequest, chatAnswer, fc.string());
+
+/** JSON text: what the bodies must come back as, key order included. */
+const text = (v: unknown): string => JSON.stringify(v);
+
+describe.each<StoreKind>(['sqlite', 'postgres'])('body store: %s', (kind) => {
+  it('gives back any report body exactly as it was sent (property)', async () => {
+    const { store } = await openStore(kind);
+    let n = 0;
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.option(body, { nil: undefined }), fc.option(body, { nil: undefined }), async (req, res) => {
+          const id = `p-${++n}`;
+          const report = makeReport(id, n);
+          report.request = req === undefined ? { timestamp: report.request.timestamp } : { timestamp: report.request.timestamp, body: req };
+          report.response = res === undefined ? { timestamp: report.response.timestamp } : { body: res, timestamp: report.response.timestamp };
+          await store.insertMany([report]);
+          const got = (await store.get(id))!;
+          expect(text(got.request.body)).toBe(text(req));
+          expect(text(got.response.body)).toBe(text(res));
+          expect(got).toEqual(JSON.parse(text(report)));
+          expect(Object.keys(got.response)).toEqual(Object.keys(report.response));
+        }),
+        { numRuns: 150 },
+      );
+      const page = await store.list({ limit: 1000 });
+      expect(page.items).toHaveLength(n);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("stores each message once: a conversation's turn adds its new messages, a hit adds nothing", async () => {
+    const s = await openStore(kind);
+    const blobs = async (): Promise<number> => Number((await s.rows('SELECT count(*) AS n FROM bodies'))[0]!.n);
+    try {
+      const system = { role: 'system', content: 'You are terse. '.repeat(100) };
+      const messages: unknown[] = [system];
+      const sent: StoredReport[] = [];
+      const counts: number[] = [];
+      for (let turn = 0; turn < 4; turn++) {
+        messages.push({ role: 'user', content: `question ${turn}` });
+        const answer = { role: 'assistant', content: `answer ${turn}` };
+        const report = makeReport(`turn-${turn}`, turn, {
+          request: { timestamp: new Date().toISOString(), body: { model: 'gpt-4o', messages: [...messages] } },
+          response: { timestamp: new Date().toISOString(), body: { id: `c${turn}`, choices: [{ index: 0, message: answer }] } },
+        });
+        await s.store.insertMany([report]);
+        sent.push(report);
+        messages.push(answer);
+        counts.push(await blobs());
+      }
+      // First turn: system, question, answer, and the two skeletons. Each later turn: its question, its
+      // answer and the two skeletons; the history it repeats (the earlier answers too) is already stored.
+      expect(counts).toEqual([5, 9, 13, 17]);
+
+      // A hit's report: the same request and answer as an earlier one, nothing new to store.
+      const origin = sent[2]!;
+      await s.store.insertMany([
+        makeReport('hit', 10, { request: origin.request, response: origin.response, cacheHit: true, originReportId: origin.id }),
+      ]);
+      expect(await blobs()).toBe(17);
+      for (const r of [...sent, { ...origin, id: 'hit' }]) {
+        const got = (await s.store.get(r.id))!;
+        expect(text(got.request.body)).toBe(text(r.request.body));
+        expect(text(got.response.body)).toBe(text(r.response.body));
+      }
+      expect(await missingBlobs(s)).toEqual([]);
+    } finally {
+      await s.store.close();
+    }
+  });
+});

@@ -1,0 +1,92 @@
+// Fresh report stores of both kinds for tests that run the same checks on each: a new SQLite file, or a
+// new PostgreSQL schema of this process's own (dropped by dropSchemas), so parallel runs never collide.
+import { join } from 'node:path';
+import pg from 'pg';
+import { childrenOf, unpackBlob } from '../../src/storage/body-codec.js';
+import { createPostgresReportStore } from '../../src/storage/postgres-report-store.js';
+import type { ReportStore } from '../../src/storage/report-store.js';
+import { createSqliteReportStore } from '../../src/storage/sqlite-report-store.js';
+import { tempDir } from './relay.js';
+import { DATABASE_URL, requirePostgres } from './servers.js';
+
+export interface StoreUnderTest {
+  store: ReportStore;
+  /** every row of a table, as SQL sees it */
+  rows(sql: string): Promise<Record<string, unknown>[]>;
+}
+
+export type StoreKind = 'sqlite' | 'postgres';
+
+const schemas: string[] = [];
+let n = 0;
+
+/** SQL on a SQLite file, from a connection of its own (beside a relay that has it open, or after it died). */
+export async function sqliteRows(file: string, sql: string): Promise<Record<string, unknown>[]> {
+  const Database = (await import('better-sqlite3')).default;
+  const db = new Database(file);
+  try {
+    return db.prepare(sql).all() as Record<string, unknown>[];
+  } finally {
+    db.close();
+  }
+}
+
+export async function openStore(kind: StoreKind, now?: () => number): Promise<StoreUnderTest> {
+  if (kind === 'sqlite') {
+    const file = join(await tempDir('llm-relay-bodies-'), 'reports.sqlite');
+    const store = createSqliteReportStore({ file, ...(now ? { now } : {}) });
+    return { store, rows: (sql) => sqliteRows(file, sql) };
+  }
+  await requirePostgres();
+  const schema = `t_bodies_${process.pid}_${Date.now()}_${++n}`;
+  schemas.push(schema);
+  const store = await createPostgresReportStore({ connectionString: DATABASE_URL, schema, ...(now ? { now } : {}) });
+  return {
+    store,
+    async rows(sql) {
+      const client = new pg.Client({ connectionString: DATABASE_URL });
+      await client.connect();
+      try {
+        await client.query(`SET search_path TO "${schema}"`);
+        return (await client.query(sql)).rows as Record<string, unknown>[];
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
+
+export async function dropSchemas(): Promise<void> {
+  if (schemas.length === 0) return;
+  const client = new pg.Client({ connectionString: DATABASE_URL });
+  await client.connect();
+  try {
+    for (const schema of schemas.splice(0)) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Blobs that a report with bodies names (directly, or through a skeleton) but the store does not hold.
+ * Empty in a sound store, whatever happened to it.
+ */
+export async function missingBlobs(s: Pick<StoreUnderTest, 'rows'>): Promise<string[]> {
+  const bodies = new Map<string, Buffer>();
+  for (const row of await s.rows('SELECT hash, data FROM bodies')) bodies.set(Buffer.from(row.hash as Uint8Array).toString('hex'), unpackBlob(row.data as Buffer));
+  const missing: string[] = [];
+  const need = (hash: Buffer): void => {
+    const hex = hash.toString('hex');
+    const bytes = bodies.get(hex);
+    if (!bytes) {
+      missing.push(hex);
+      return;
+    }
+    for (const child of childrenOf(bytes)) need(child);
+  };
+  for (const row of await s.rows('SELECT request_blob, response_blob FROM reports')) {
+    if (row.request_blob) need(Buffer.from(row.request_blob as Uint8Array));
+    if (row.response_blob) need(Buffer.from(row.response_blob as Uint8Array));
+  }
+  return missing;
+}
