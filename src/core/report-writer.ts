@@ -1,5 +1,6 @@
 // Group commit with a durable fallback. Reports that arrive while a batch is being written, or within
-// `flushMs` of the first one, are written together in one transaction; each write resolves only when its
+// `flushMs` of the first one (0: those that arrived in the same turn of the event loop), are written
+// together in one transaction; each write resolves only when its
 // batch is durable, so the direct API can answer 201 honestly without an fsync per report.
 // When the store fails, batches go to the outbox file instead (durable too), and every later report
 // follows them there until a delivery loop has handed the whole outbox to the store, in order. Only a
@@ -51,7 +52,7 @@ interface Waiting {
 export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
   const { store, outbox } = opts;
   let queue: Waiting[] = [];
-  let timer: NodeJS.Timeout | undefined;
+  let timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
   let inFlight: Promise<void> | undefined;
   let written = 0;
   let dropped = 0;
@@ -67,10 +68,13 @@ export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
       void drain();
       return;
     }
-    timer = setTimeout(() => {
+    const run = (): void => {
       timer = undefined;
       void drain();
-    }, opts.flushMs);
+    };
+    // Without a window, a batch takes what has arrived by the end of this turn: on the report worker that
+    // is every batch of records the event loop sent while the last commit (and its fsync) held the thread.
+    timer = opts.flushMs > 0 ? setTimeout(run, opts.flushMs) : setImmediate(run);
   }
 
   async function writeBatch(reports: StoredReport[], durable: boolean): Promise<void> {
@@ -91,7 +95,8 @@ export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
 
   async function drain(): Promise<void> {
     if (timer) {
-      clearTimeout(timer);
+      if (opts.flushMs > 0) clearTimeout(timer as NodeJS.Timeout);
+      else clearImmediate(timer as NodeJS.Immediate);
       timer = undefined;
     }
     while (queue.length > 0 && !inFlight) {

@@ -63,6 +63,18 @@ describe('report writer', () => {
     expect(w.written).toBe(250);
   });
 
+  it('without a window, commits what arrived in one turn together, and what arrived meanwhile in the next batch', async () => {
+    const s = flakyStore();
+    const w = createReportWriter({ store: s.store, flushMs: 0, batchMax: 100, retryMs: 10 });
+    const first = Array.from({ length: 30 }, (_, i) => w.write(report(i)));
+    // arrives while the first batch is being written (the store takes 1 ms)
+    await new Promise((r) => setImmediate(r));
+    const second = Array.from({ length: 20 }, (_, i) => w.write(report(100 + i)));
+    await Promise.all([...first, ...second]);
+    expect(s.batches).toEqual([30, 20]);
+    expect(s.order).toEqual([...Array.from({ length: 30 }, (_, i) => report(i).id), ...Array.from({ length: 20 }, (_, i) => report(100 + i).id)]);
+  });
+
   it('without an outbox, a store failure rejects the writes and counts them dropped', async () => {
     const s = flakyStore();
     s.setUp(false);
