@@ -348,4 +348,33 @@ describe("the relay's own errors reach the SDKs (provider-shaped)", () => {
       await Promise.all([offline.close(), down.close()]);
     }
   });
+
+  it('a call on a named route to anthropic.com gets the Anthropic shape even without anthropic-version (a relay 401 before any upstream call)', async () => {
+    const guarded = await startRelay({ upstreamUrl: openaiUp.url, routes: [{ prefix: '/anthropic', upstream: 'https://api.anthropic.com' }], apiTokens: ['relay-secret'] });
+    try {
+      const res = await fetch(`${guarded.url}/anthropic/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': 'sk-ant-curl' },
+        body: JSON.stringify({ model: 'claude-3-5-haiku-20241022', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(res.status).toBe(401);
+      expect(await res.json()).toEqual({
+        type: 'error',
+        error: { type: 'authentication_error', message: TOKEN_MESSAGE },
+        statusCode: 401,
+        code: 'RELAY_ERR_UNAUTHORIZED',
+        message: TOKEN_MESSAGE,
+      });
+      // the default route (OpenAI) keeps OpenAI's shape
+      const openai = await fetch(`${guarded.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      expect(await openai.json()).toEqual({
+        error: { message: TOKEN_MESSAGE, type: 'authentication_error', code: 'RELAY_ERR_UNAUTHORIZED', param: null },
+        statusCode: 401,
+        code: 'RELAY_ERR_UNAUTHORIZED',
+        message: TOKEN_MESSAGE,
+      });
+    } finally {
+      await guarded.close();
+    }
+  });
 });
