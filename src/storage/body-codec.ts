@@ -1,8 +1,8 @@
 // How a report body becomes content-addressed blobs and back. A body is one blob, its sha256 the address;
 // a chat-style request (an object with a `messages` array, and Anthropic's `system`) and a chat answer
-// (`choices[i].message`) are split so that each message is a blob of its own, and the body's blob is a small
-// skeleton naming them: a conversation's next turn adds only its new messages, and a message sent again (the
-// same bytes) is the same blob. The skeleton is the body's own JSON text with each split value replaced by 0,
+// (`choices[i].message`) are split so that each message (of 64 bytes or more) is a blob of its own, and the
+// body's blob is a small skeleton naming them: a conversation's next turn adds only its new messages, and a
+// message sent again (the same bytes) is the same blob. The skeleton is the body's JSON with each split value 0,
 // so keys keep their order and odd keys (`__proto__`) their place; where the split values go is written
 // beside it, never guessed from the text (a body may hold a 0 of its own).
 //
@@ -25,9 +25,13 @@ export interface SplitBody {
   blobs: Blob[];
 }
 
-/** Where the split values of a skeleton were: every `messages[i]`, `system`, and `choices[i].message` for i in `c`. */
+/**
+ * Where the split values of a skeleton were: every `messages[i]` (m: their count) or those listed (mi),
+ * `system`, and `choices[i].message` for i in `c`.
+ */
 interface Header {
   m?: number;
+  mi?: number[];
   s?: 1;
   c?: number[];
 }
@@ -35,6 +39,11 @@ interface Header {
 const WHOLE = 0x4a; // 'J'
 const SKELETON = 0x53; // 'S'
 const HASH_BYTES = 32;
+/**
+ * A message whose JSON is shorter than this stays in its skeleton: a blob of its own would cost more (its
+ * hash twice, its row, an insert) than repeating a few dozen bytes in the turns that follow.
+ */
+const SPLIT_FROM = 64;
 /**
  * Below this, compressing gains too little to pay for its work: a brotli call costs ~15 µs before its first
  * byte, whatever the size. Chat messages and answers above it still halve (conversations.mjs: the data dir
@@ -61,58 +70,62 @@ function own(o: object, key: string): boolean {
   return Object.prototype.hasOwnProperty.call(o, key);
 }
 
-/** The values a body is split into, in the order the skeleton lists them, and the header that says where. */
-function splitPoints(body: unknown): { header: Header; parts: unknown[]; holes: Set<unknown> } | undefined {
-  if (!isObject(body)) return undefined;
+/**
+ * The blobs of a body (a JSON value: what JSON.stringify keeps is what is kept). Undefined bodies have none;
+ * the caller stores nothing for them. The skeleton is the JSON of a shallow copy of the body in which each
+ * split value is 0 (the copies keep every key in its place, `__proto__` included), so it is serialised by
+ * JSON.stringify's own fast path rather than through a replacer called for every value.
+ */
+export function splitBody(body: unknown): SplitBody {
+  if (!isObject(body)) return whole(body);
+  const children: Blob[] = [];
   const header: Header = {};
-  const parts: unknown[] = [];
-  // Identity of the holders whose key is replaced: JSON.stringify's replacer sees each holder by reference.
-  const holes = new Set<unknown>();
+  let top: Record<string, unknown> | undefined;
+  const part = (value: unknown): boolean => {
+    // An array's undefined element is null in JSON, as in the body's own text.
+    const text = JSON.stringify(value) ?? 'null';
+    if (text.length < SPLIT_FROM) return false;
+    children.push(blobOf(WHOLE, text));
+    return true;
+  };
+
   const messages = own(body, 'messages') ? body['messages'] : undefined;
   if (Array.isArray(messages) && messages.length > 0) {
-    header.m = messages.length;
-    parts.push(...messages);
-    holes.add(messages);
+    let copy: unknown[] | undefined;
+    const split: number[] = [];
+    for (let i = 0; i < messages.length; i++) {
+      if (!part(messages[i])) continue;
+      split.push(i);
+      (copy ??= messages.slice())[i] = 0;
+    }
+    if (copy) {
+      if (split.length === messages.length) header.m = split.length;
+      else header.mi = split;
+      (top ??= { ...body })['messages'] = copy;
+    }
   }
   const system = own(body, 'system') ? body['system'] : undefined;
-  if (typeof system === 'string' || Array.isArray(system)) {
+  if ((typeof system === 'string' || Array.isArray(system)) && part(system)) {
     header.s = 1;
-    parts.push(system);
+    (top ??= { ...body })['system'] = 0;
   }
   const choices = own(body, 'choices') ? body['choices'] : undefined;
   if (Array.isArray(choices)) {
+    let copy: unknown[] | undefined;
     const c: number[] = [];
     choices.forEach((choice, i) => {
-      if (isObject(choice) && own(choice, 'message') && choice['message'] !== undefined) {
-        c.push(i);
-        parts.push(choice['message']);
-        holes.add(choice);
-      }
+      if (!isObject(choice) || !own(choice, 'message') || choice['message'] === undefined || !part(choice['message'])) return;
+      c.push(i);
+      (copy ??= choices.slice())[i] = { ...choice, message: 0 };
     });
-    if (c.length > 0) header.c = c;
+    if (copy) {
+      header.c = c;
+      (top ??= { ...body })['choices'] = copy;
+    }
   }
-  return parts.length > 0 ? { header, parts, holes } : undefined;
-}
+  if (!top) return whole(body);
 
-/**
- * The blobs of a body (a JSON value: what JSON.stringify keeps is what is kept). Undefined bodies have none;
- * the caller stores nothing for them.
- */
-export function splitBody(body: unknown): SplitBody {
-  const points = splitPoints(body);
-  if (!points) {
-    const blob = blobOf(WHOLE, JSON.stringify(body));
-    return { root: blob.hash, blobs: [blob] };
-  }
-  const { header, parts, holes } = points;
-  // An array's undefined element is null in JSON, as in the body's own text.
-  const children = parts.map((part) => blobOf(WHOLE, JSON.stringify(part) ?? 'null'));
-  const top = body as Record<string, unknown>;
-  const skeleton = JSON.stringify(body, function (this: unknown, key: string, value: unknown) {
-    if (this === top && key === 'system' && header.s === 1) return 0;
-    if (holes.has(this) && (Array.isArray(this) || key === 'message')) return 0;
-    return value;
-  });
+  const skeleton = JSON.stringify(top);
   const headerText = JSON.stringify(header);
   const headerLength = Buffer.byteLength(headerText);
   const bytes = Buffer.allocUnsafe(5 + headerLength + Buffer.byteLength(skeleton) + children.length * HASH_BYTES);
@@ -123,6 +136,11 @@ export function splitBody(body: unknown): SplitBody {
   for (const child of children) at += child.hash.copy(bytes, at);
   const root: Blob = { hash: sha256(bytes), bytes };
   return { root: root.hash, blobs: [root, ...children] };
+}
+
+function whole(body: unknown): SplitBody {
+  const blob = blobOf(WHOLE, JSON.stringify(body));
+  return { root: blob.hash, blobs: [blob] };
 }
 
 /** The hashes a blob names (a skeleton's children); none for a whole value. */
@@ -137,7 +155,7 @@ export function childrenOf(bytes: Buffer): Hash[] {
 function skeletonParts(bytes: Buffer): { header: Header; skeleton: string; hashesAt: number } {
   const headerLength = bytes.readUInt32BE(1);
   const header = JSON.parse(bytes.toString('utf8', 5, 5 + headerLength)) as Header;
-  const count = (header.m ?? 0) + (header.s ?? 0) + (header.c?.length ?? 0);
+  const count = (header.m ?? 0) + (header.mi?.length ?? 0) + (header.s ?? 0) + (header.c?.length ?? 0);
   const hashesAt = bytes.length - count * HASH_BYTES;
   return { header, skeleton: bytes.toString('utf8', 5 + headerLength, hashesAt), hashesAt };
 }
@@ -170,6 +188,10 @@ export function assembleBody(root: Hash, blob: (hash: Hash) => Buffer | undefine
   if (header.m !== undefined) {
     const messages = body['messages'] as unknown[];
     for (let i = 0; i < header.m; i++) messages[i] = next();
+  }
+  if (header.mi !== undefined) {
+    const messages = body['messages'] as unknown[];
+    for (const i of header.mi) messages[i] = next();
   }
   if (header.s === 1) body['system'] = next();
   for (const i of header.c ?? []) (((body['choices'] as unknown[])[i]) as Record<string, unknown>)['message'] = next();

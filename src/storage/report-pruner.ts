@@ -74,7 +74,8 @@ export function createReportPruner(opts: ReportPrunerOptions): ReportPruner {
       rows,
     });
     // Over budget with nothing left to delete would spin: the budget is then the cache's or the outbox's.
-    if (trimOldest > 0 && result.reports === 0 && result.bodies === 0) return { ...result, more: false };
+    // (A step that only swept part of the blobs has more to do: the store says so.)
+    if (trimOldest > 0 && result.reports === 0 && result.bodies === 0 && !result.more) return { ...result, more: false };
     return trimOldest > 0 ? { ...result, more: true } : result;
   }
 

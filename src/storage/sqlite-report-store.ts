@@ -54,17 +54,18 @@ const SCHEMA = `
     last_ms INTEGER NOT NULL,
     data BLOB NOT NULL
   );
-  CREATE INDEX IF NOT EXISTS bodies_last_ms ON bodies (last_ms);
 `;
 
 /**
  * Every index is written with every report. The list's filters (environment, model, …) walk the
- * (request_ms, id) index newest first and stop at a page; stats read every row they count anyway. Files of
- * older relays had indexes on environment and model: they are dropped.
+ * (request_ms, id) index newest first and stop at a page; stats read every row they count anyway. Blobs
+ * have no index on last_ms: the sweep walks the table by rowid, a bounded stretch per step, and only after
+ * reports lost their bodies (see prune). Files of older relays had these indexes: they are dropped.
  */
 const DROPPED_INDEXES = `
   DROP INDEX IF EXISTS reports_environment;
   DROP INDEX IF EXISTS reports_model;
+  DROP INDEX IF EXISTS bodies_last_ms;
 `;
 
 /** Indexes on columns an upgrade adds: created after addMissingColumns. */
@@ -211,7 +212,10 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
     'SELECT min(received_ms) AS t FROM reports WHERE bodies_expired = 0',
   );
   // (a rowid table: WITHOUT ROWID packs these rows worse and puts the hash in every index entry, measured)
-  const sweep = db.prepare('DELETE FROM bodies WHERE rowid IN (SELECT rowid FROM bodies WHERE last_ms < ? LIMIT ?)');
+  const sweepWindow = db.prepare<[number, number], { last: number | null; n: number }>(
+    'SELECT max(rowid) AS last, count(*) AS n FROM (SELECT rowid FROM bodies WHERE rowid > ? ORDER BY rowid LIMIT ?)',
+  );
+  const sweep = db.prepare('DELETE FROM bodies WHERE rowid > ? AND rowid <= ? AND last_ms < ?');
   const bodies = createBodyKeeper(packReport);
   const readCache = new LRUCache<string, Buffer>({ maxSize: READ_CACHE_BYTES, sizeCalculation: (b) => Math.max(1, b.length) });
 
@@ -252,14 +256,39 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
     return writes;
   });
 
+  // The sweep: a pass over the blobs, a stretch of rowids per step, starts once reports were deleted or
+  // lost their bodies (blobs can only become unused then), and once after the store opens (a pass a crash
+  // cut short). Reports that lose their bodies during a pass call for another one after it. Between passes
+  // it costs nothing.
+  let sweepFrom: number | undefined = 0;
+  let sweepAgain = false;
   const pruneStep = db.transaction((at: number, reportsBefore: number, bodiesBefore: number, trimOldest: number, rows: number) => {
     const result: PruneResult = { reports: 0, expired: 0, bodies: 0, more: false };
     result.reports += deleteOld.run(reportsBefore, rows).changes;
-    if (trimOldest > 0) result.reports += deleteOldest.run(Math.min(trimOldest, rows)).changes;
     result.expired = expireBodies.run(bodiesBefore, rows).changes;
-    const before = sweepBefore(oldestWithBodies.get()?.t ?? null, at);
-    result.bodies = sweep.run(before, rows * 8).changes;
-    result.more = result.reports >= rows || result.expired >= rows || result.bodies >= rows * 8;
+    const dirty = (): void => {
+      if (sweepFrom === undefined) sweepFrom = 0;
+      else sweepAgain = true;
+    };
+    if (result.reports + result.expired > 0) dirty();
+    if (sweepFrom !== undefined) {
+      const before = sweepBefore(oldestWithBodies.get()?.t ?? null, at);
+      const window = sweepWindow.get(sweepFrom, rows * 8)!;
+      if (window.last !== null) result.bodies = sweep.run(sweepFrom, window.last, before).changes;
+      // A short window reached the end of the table: the pass is over.
+      sweepFrom = window.n < rows * 8 || window.last === null ? undefined : window.last;
+      if (sweepFrom === undefined && sweepAgain) {
+        sweepFrom = 0;
+        sweepAgain = false;
+      }
+    }
+    // Over the size budget, what the last deletions freed is swept before more reports go.
+    if (trimOldest > 0 && sweepFrom === undefined) {
+      const trimmed = deleteOldest.run(Math.min(trimOldest, rows)).changes;
+      result.reports += trimmed;
+      if (trimmed > 0) dirty();
+    }
+    result.more = result.reports >= rows || result.expired >= rows || sweepFrom !== undefined;
     return result;
   });
 

@@ -92,8 +92,8 @@ describe.each<StoreKind>(['sqlite', 'postgres'])('body store: %s', (kind) => {
       const sent: StoredReport[] = [];
       const counts: number[] = [];
       for (let turn = 0; turn < 4; turn++) {
-        messages.push({ role: 'user', content: `question ${turn}` });
-        const answer = { role: 'assistant', content: `answer ${turn}` };
+        messages.push({ role: 'user', content: `question ${turn}: what does the relay keep of a conversation?` });
+        const answer = { role: 'assistant', content: `answer ${turn}: each message once, and a skeleton per body.` };
         const report = makeReport(`turn-${turn}`, turn, {
           request: { timestamp: new Date().toISOString(), body: { model: 'gpt-4o', messages: [...messages] } },
           response: { timestamp: new Date().toISOString(), body: { id: `c${turn}`, choices: [{ index: 0, message: answer }] } },
@@ -119,6 +119,28 @@ describe.each<StoreKind>(['sqlite', 'postgres'])('body store: %s', (kind) => {
         expect(text(got.response.body)).toBe(text(r.response.body));
       }
       expect(await missingBlobs(s)).toEqual([]);
+    } finally {
+      await s.store.close();
+    }
+  });
+
+  it('keeps a short message in its skeleton rather than in a blob of its own, and reads it back in place', async () => {
+    const s = await openStore(kind);
+    const blobs = async (): Promise<number> => Number((await s.rows('SELECT count(*) AS n FROM bodies'))[0]!.n);
+    try {
+      const long = { role: 'user', content: 'A question long enough to be kept once, in a blob of its own.' };
+      const body = { model: 'gpt-4o', messages: [{ role: 'user', content: 'ok' }, long, { role: 'assistant', content: 'yes' }] };
+      const report = makeReport('short', 0, {
+        request: { timestamp: new Date().toISOString(), body },
+        response: { timestamp: new Date().toISOString(), body: { id: 'c', choices: [{ index: 0, message: { role: 'assistant', content: 'no' } }] } },
+      });
+      await s.store.insertMany([report]);
+      // The request: its skeleton (with both short messages in it) and the long message; the answer: one
+      // blob (its only message is short).
+      expect(await blobs()).toBe(3);
+      const got = (await s.store.get('short'))!;
+      expect(text(got.request.body)).toBe(text(body));
+      expect(text(got.response.body)).toBe(text(report.response.body));
     } finally {
       await s.store.close();
     }

@@ -16,7 +16,7 @@ const D = Date.parse('2025-01-01T00:00:00.000Z');
 const SYSTEM = { role: 'system', content: 'Shared by every conversation. '.repeat(40) };
 
 /** A report received `days` after D, with a system prompt every report shares and content of its own. */
-function reportAt(id: string, days: number, own = `content of ${id}`): StoredReport {
+function reportAt(id: string, days: number, own = `content of ${id}, long enough to be kept in a blob of its own`): StoredReport {
   const at = new Date(D + days * DAY).toISOString();
   return makeReport(id, 0, {
     receivedAt: at,
@@ -61,7 +61,7 @@ describe.each<StoreKind>(['sqlite', 'postgres'])('retention: %s', (kind) => {
         rows: 2,
       });
       // Two rows per step: two old reports and three to strip take more than one.
-      expect(await pruneUntilDone(() => pruner.step())).toBe(2);
+      expect(await pruneUntilDone(() => pruner.step())).toBeGreaterThan(1);
 
       expect(await allIds(s.store)).toEqual(['d20', 'd40', 'd50', 'd75', 'd95', 'd99']);
       for (const id of ['d20', 'd40', 'd50']) {

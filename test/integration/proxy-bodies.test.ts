@@ -54,7 +54,7 @@ describe('bodies of proxied calls', () => {
     const messages: unknown[] = [system];
     const added: number[] = [];
     for (let turn = 0; turn < 5; turn++) {
-      messages.push({ role: 'user', content: `turn ${turn}` });
+      messages.push({ role: 'user', content: `turn ${turn}: a question long enough for a blob of its own` });
       const before = await counts();
       const res = await fetch(`${relay.url}/v1/chat/completions`, {
         method: 'POST',
