@@ -35,6 +35,8 @@ export interface RelayConfig {
   reportMaxBodyBytes: number;
   outboxRetryMs: number;
   reportFlushMs: number;
+  /** ms a report nobody waits on (a proxied call's) may wait to be written with others */
+  reportWriteDelayMs: number;
   reportBatchMax: number;
   /** ms a report is kept (by receivedAt); 0 keeps reports forever */
   reportRetentionMs: number;
@@ -116,6 +118,7 @@ export const DEFAULTS: Readonly<RelayConfig> = Object.freeze({
   reportMaxBodyBytes: 1024 * 1024,
   outboxRetryMs: 1_000,
   reportFlushMs: 0,
+  reportWriteDelayMs: 50,
   reportBatchMax: 500,
   reportRetentionMs: 90 * DAY_MS,
   bodyRetentionMs: 30 * DAY_MS,
@@ -154,7 +157,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'maxJsonDepth', env: 'RELAY_MAX_JSON_DEPTH', kind: 'int', min: 2, max: 10_000, description: 'deepest JSON nesting accepted on /api (400 above it)' },
   { key: 'reportMaxBodyBytes', env: 'RELAY_REPORT_MAX_BODY_BYTES', kind: 'int', min: 256, description: 'largest request or response body kept in a report; bigger ones are cut and marked truncated' },
   { key: 'outboxRetryMs', env: 'RELAY_OUTBOX_RETRY_MS', kind: 'int', min: 10, max: 600_000, description: 'how often reports waiting in the outbox are offered to the report store again' },
-  { key: 'reportFlushMs', env: 'RELAY_REPORT_FLUSH_MS', kind: 'int', min: 0, max: 10_000, description: 'group commit window: reports arriving within it share one transaction (0: those that arrived while the last batch was written)' },
+  { key: 'reportFlushMs', env: 'RELAY_REPORT_FLUSH_MS', kind: 'int', min: 0, max: 10_000, description: 'group commit window of direct-API reports: those arriving within it are made durable together (0: those that arrived while the last group was synced)' },
+  { key: 'reportWriteDelayMs', env: 'RELAY_REPORT_WRITE_DELAY_MS', kind: 'int', min: 0, max: 10_000, description: 'how long a report may wait to be written into the report store with others (reads of reports write what waits first)' },
   { key: 'reportBatchMax', env: 'RELAY_REPORT_BATCH_MAX', kind: 'int', min: 1, max: 10_000, description: 'most reports written in one transaction' },
   { key: 'reportRetentionMs', env: 'RELAY_REPORT_RETENTION', kind: 'duration', description: 'how long a report is kept, counted from when the relay received it (off: forever); older ones are pruned in small steps' },
   { key: 'bodyRetentionMs', env: 'RELAY_BODY_RETENTION', kind: 'duration', description: 'how long a report keeps its request and response bodies (off: as long as the report); after it the report keeps its metadata, sizes and sha256 and says bodiesExpired: true' },

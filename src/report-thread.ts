@@ -16,6 +16,8 @@ export interface ReportThreadSettings {
   /** the SQLite report file, for reportsUrl `sqlite` */
   sqliteFile: string;
   outboxFile: string;
+  /** the journal of acknowledged reports (SQLite report store only) */
+  journalFile: string;
   /** the data dir, whose size RELAY_DATA_MAX_BYTES bounds */
   dataDir: string;
   reportRetentionMs: number;
@@ -25,6 +27,7 @@ export interface ReportThreadSettings {
   maxBodyBytes: number;
   maxJsonDepth: number;
   flushMs: number;
+  writeDelayMs: number;
   batchMax: number;
   outboxRetryMs: number;
   defaults: { client: string; clientVersion: string; environment: string };
@@ -113,9 +116,11 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
 
   // Reports an earlier run left in the outbox are delivered from the start, not with the first new one;
   // and the file (it holds prompts) is its owner's only, even before the thread opens it.
-  if (existsSync(settings.outboxFile)) {
-    preparePrivateFile(settings.outboxFile);
-    if (statSync(settings.outboxFile).size > 0) worker = start();
+  // So are reports it acknowledged through the journal that the store may not hold yet.
+  for (const file of [settings.outboxFile, settings.journalFile]) {
+    if (!existsSync(file)) continue;
+    preparePrivateFile(file);
+    if (statSync(file).size > 0) worker ??= start();
   }
 
   return {

@@ -10,6 +10,7 @@ import { createReportWriter } from './core/report-writer.js';
 import { loadPriceTable } from './core/pricing.js';
 import type { FromWorker, ReportThreadSettings, ToWorker } from './report-thread.js';
 import { openOutboxFile } from './storage/outbox-file.js';
+import { openReportJournal } from './storage/report-journal.js';
 import { createReportPruner, directoryBytes } from './storage/report-pruner.js';
 import type { ReportStore } from './storage/report-store.js';
 
@@ -66,11 +67,16 @@ function counters() {
   return { pending: writer.pending, written: writer.written, dropped: writer.dropped, outboxDepth: writer.outboxDepth };
 }
 const outbox = await openOutboxFile(settings.outboxFile);
+// SQLite acknowledges reports through the journal (report-journal.ts); PostgreSQL commits them itself, on
+// its server, so the journal would only add a sync here.
+const opened = settings.reportsUrl === 'sqlite' ? openReportJournal(settings.journalFile) : undefined;
 let lastStoreError = 0;
 const writer = createReportWriter({
   store,
   outbox,
+  ...(opened ? { journal: opened.journal, replay: opened.left } : {}),
   flushMs: settings.flushMs,
+  lazyMs: settings.writeDelayMs,
   batchMax: settings.batchMax,
   retryMs: settings.outboxRetryMs,
   onStoreError: (err) => {
@@ -132,6 +138,7 @@ port.on('message', (msg: ToWorker) => {
       await sink.flush().catch(() => undefined);
       await writer.close();
       await Promise.allSettled([store.closeIfOpen(), outbox.close()]);
+      opened?.journal.close();
       send({ t: 'done', n: msg.n, counters: counters() });
       port.close();
     })();

@@ -78,7 +78,7 @@ export function cacheOnlyMissMessage(
 ): string {
   const why = offline ? 'the relay is offline (RELAY_OFFLINE)' : 'the request says only-if-cached';
   if (namespace === undefined)
-    return `No cached answer: this request is not cacheable (a POST with a JSON body, cache not switched off), and ${why}`;
+    return `No cached answer: this request is not looked up in the cache (only a POST with a JSON body is, while the cache is on for it), and ${why}.`;
   const where = `No cached answer in namespace "${namespace}"${explicit ? ' (x-relay-cache-namespace)' : ''}, and ${why}.`;
   if (explicit || scope === 'shared') return where;
   return (

@@ -75,6 +75,18 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
   let immediate: NodeJS.Immediate | undefined;
   let inFlight = 0;
   let closed = false;
+  /** records went to the worker since the last flush: a read writes them first (the worker may hold them back a moment) */
+  let unsettled = true;
+
+  /** Reads see every report recorded before them. */
+  async function settled<T>(read: () => Promise<T>): Promise<T> {
+    if (unsettled || proxy.length > 0 || api.length > 0) {
+      unsettled = false;
+      send();
+      await port.flush();
+    }
+    return unavailableAs503(read());
+  }
 
   function send(): void {
     quiet.cancel();
@@ -89,6 +101,7 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
     proxyBytes = 0;
     api = [];
     inFlight += records.length + waiting.length;
+    unsettled = true;
     port.send(encodeBatch(records, waiting.map((w) => w.record))).then(
       (outcomes) => {
         inFlight -= records.length + waiting.length;
@@ -128,9 +141,9 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
         else immediate ??= setImmediate(send);
       });
     },
-    get: (id) => unavailableAs503(opts.store.get(id)),
-    list: (query) => unavailableAs503(opts.store.list(query)),
-    stats: (filter, groupBy) => unavailableAs503(opts.store.stats(filter, groupBy)),
+    get: (id) => settled(() => opts.store.get(id)),
+    list: (query) => settled(() => opts.store.list(query)),
+    stats: (filter, groupBy) => settled(() => opts.store.stats(filter, groupBy)),
     async flush() {
       send();
       await port.flush();

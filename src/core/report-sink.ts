@@ -50,13 +50,15 @@ export function createReportSink(opts: ReportSinkOptions): ReportSink {
             opts.onBroken(err, record.id);
             return { ok: false, statusCode: 500, code: 'RELAY_ERR_INTERNAL', message: 'Internal error' };
           }
+          // The 201's body, and the journal's line.
+          const text = JSON.stringify(report);
           try {
-            await writer.write(report, true);
+            await writer.write(report, true, text);
           } catch (err) {
             const e = new RELAY_ERR_REPORTS_UNAVAILABLE(err instanceof Error ? err.message : String(err));
             return { ok: false, statusCode: e.statusCode, code: e.code, message: e.message };
           }
-          return { ok: true, text: JSON.stringify(report) };
+          return { ok: true, text };
         }),
       );
     },

@@ -1,17 +1,29 @@
-// Group commit with a durable fallback. Reports that arrive while a batch is being written, or within
-// `flushMs` of the first one (0: those that arrived in the same turn of the event loop), are written
-// together in one transaction; each write resolves only when its
-// batch is durable, so the direct API can answer 201 honestly without an fsync per report.
-// When the store fails, batches go to the outbox file instead (durable too), and every later report
-// follows them there until a delivery loop has handed the whole outbox to the store, in order. Only a
-// report that neither the store nor the outbox took is dropped (and counted).
+// Group commit with a durable fallback, in two steps. A durable write (a direct-API report, acknowledged with
+// a 201) is made durable first: with a journal (the SQLite store's, report-journal.ts), its line is appended
+// and synced together with the others that arrived in the same turn (or within `flushMs`), and the write
+// resolves; without one, its batch is committed to the store with an fsync before it resolves. Reports
+// then reach the store in batches: a report nobody waits on (a proxied call's, or one the journal already
+// holds) may wait up to `lazyMs` for others, so a busy relay writes its pages once per batch of hundreds,
+// not once per handful. `flush` (reads call it first) writes everything at once.
+// When the store fails, batches go to the outbox file instead (durable too), and every later report follows
+// them there until a delivery loop has handed the whole outbox to the store, in order. Only a report that
+// neither the store nor the outbox took is dropped (and counted); a journaled one stays in the journal and
+// is offered again at the next start.
 import type { OutboxFile } from '../storage/outbox-file.js';
+import type { ReportJournal } from '../storage/report-journal.js';
 import type { ReportStore, StoredReport } from '../storage/report-store.js';
 
 export interface ReportWriterOptions {
   store: ReportStore;
   outbox?: OutboxFile;
+  /** makes durable writes durable before the store commits them (cheaper than a store commit each) */
+  journal?: ReportJournal;
+  /** reports an earlier run journaled that the store may not hold: written first */
+  replay?: StoredReport[];
+  /** window for durable writes to gather before they are synced (0: those that arrived in the same turn) */
   flushMs: number;
+  /** how long a report nobody waits on may wait to be written with others (0: at once) */
+  lazyMs?: number;
   batchMax: number;
   /** wait between delivery attempts while the store is down */
   retryMs: number;
@@ -22,15 +34,16 @@ export interface ReportWriterOptions {
 
 export interface ReportWriter {
   /**
-   * Resolves once the report is written. `durable` (a direct-API report, acknowledged with a 201): its batch
-   * commits with an fsync; the others (proxied calls, acknowledged to nobody) may ride on the next one.
+   * Resolves once the report is durable: `durable` (a direct-API report, acknowledged with a 201) in the
+   * journal or the store; the others (proxied calls, acknowledged to nobody) once the store has them.
+   * `line` is the report's JSON text when the caller has it already.
    */
-  write(report: StoredReport, durable?: boolean): Promise<void>;
-  /** Resolves when everything queued before the call is written (or failed). */
+  write(report: StoredReport, durable?: boolean, line?: string): Promise<void>;
+  /** Resolves when everything queued before the call is in the store (or the outbox), or failed. */
   flush(): Promise<void>;
   /** Stops the delivery loop; what is left in the outbox is delivered at the next start. */
   close(): Promise<void>;
-  /** reports accepted and not yet durable */
+  /** reports accepted and not yet in the store */
   readonly pending: number;
   /** reports the store has taken (directly or from the outbox) */
   readonly written: number;
@@ -42,17 +55,37 @@ export interface ReportWriter {
   readonly quarantined: number;
 }
 
-interface Waiting {
+/** A durable write waiting for the journal. */
+interface Acking {
   report: StoredReport;
-  durable: boolean;
+  line: string | undefined;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
 
+/** A report on its way to the store. */
+interface Queued {
+  report: StoredReport;
+  /** the journal holds it: the store batch that takes it must be durable before the journal is emptied */
+  journaled: boolean;
+  /** its write waits for the store (resolved once there); absent when it was acknowledged already */
+  settle?: { resolve: () => void; reject: (err: unknown) => void; durable: boolean };
+}
+
 export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
-  const { store, outbox } = opts;
-  let queue: Waiting[] = [];
-  let timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
+  const { store, outbox, journal } = opts;
+  const lazyMs = opts.lazyMs ?? 0;
+  let acking: Acking[] = [];
+  let queue: Queued[] = [];
+  /** journaled reports not yet durable in the store or the outbox */
+  let journaledOutstanding = 0;
+  /** queued reports whose writes wait for a durable store commit (no journal) */
+  let urgent = 0;
+  /** cancels the store write that is due (a durable one's window, or the end of this turn) */
+  let soon: (() => void) | undefined;
+  /** the lazy window of reports nobody waits on */
+  let lazyTimer: NodeJS.Timeout | undefined;
+  let ackTimer: (() => void) | undefined;
   let inFlight: Promise<void> | undefined;
   let written = 0;
   let dropped = 0;
@@ -62,19 +95,64 @@ export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
   let retryTimer: NodeJS.Timeout | undefined;
   let wakeRetry: (() => void) | undefined;
 
-  function schedule(): void {
-    if (inFlight || timer) return; // the batch in flight picks the queue up when it ends
-    if (queue.length >= opts.batchMax) {
-      void drain();
+  /**
+   * Runs `run` after the window; without one, at the end of this turn (a batch then takes what arrived
+   * while the last one was written). Returns what cancels it.
+   */
+  function after(window: number, run: () => void): () => void {
+    if (window > 0) {
+      const t = setTimeout(run, window);
+      return () => clearTimeout(t);
+    }
+    const i = setImmediate(run);
+    return () => clearImmediate(i);
+  }
+
+  // ---- durable writes: the journal
+
+  function scheduleAck(): void {
+    if (ackTimer) return;
+    ackTimer = after(opts.flushMs, () => {
+      ackTimer = undefined;
+      ack();
+    });
+  }
+
+  function ack(): void {
+    if (acking.length === 0) return;
+    const batch = acking;
+    acking = [];
+    try {
+      journal!.append(batch.map((a) => a.line ?? JSON.stringify(a.report)));
+    } catch (err) {
+      for (const a of batch) a.reject(err);
       return;
     }
-    const run = (): void => {
-      timer = undefined;
+    journaledOutstanding += batch.length;
+    for (const a of batch) {
+      queue.push({ report: a.report, journaled: true });
+      a.resolve();
+    }
+    scheduleStore();
+  }
+
+  // ---- the store
+
+  /** Whether the queue is to be written now rather than at the end of the lazy window. */
+  function due(): boolean {
+    return lazyMs === 0 || urgent > 0 || queue.length >= opts.batchMax;
+  }
+
+  function scheduleStore(): void {
+    if (inFlight || soon || queue.length === 0) return; // a batch in flight picks the queue up when it ends
+    if (!due()) {
+      lazyTimer ??= setTimeout(() => void drain(true), lazyMs);
+      return;
+    }
+    soon = after(urgent > 0 && queue.length < opts.batchMax ? opts.flushMs : 0, () => {
+      soon = undefined;
       void drain();
-    };
-    // Without a window, a batch takes what has arrived by the end of this turn: on the report worker that
-    // is every batch of records the event loop sent while the last commit (and its fsync) held the thread.
-    timer = opts.flushMs > 0 ? setTimeout(run, opts.flushMs) : setImmediate(run);
+    });
   }
 
   async function writeBatch(reports: StoredReport[], durable: boolean): Promise<void> {
@@ -93,31 +171,43 @@ export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
     startDelivery();
   }
 
-  async function drain(): Promise<void> {
-    if (timer) {
-      if (opts.flushMs > 0) clearTimeout(timer as NodeJS.Timeout);
-      else clearImmediate(timer as NodeJS.Immediate);
-      timer = undefined;
-    }
+  /** Writes the queue in batches; `force` (the lazy window is over, or a flush) writes what is not due too. */
+  async function drain(force = false): Promise<void> {
+    soon?.();
+    soon = undefined;
+    clearTimeout(lazyTimer);
+    lazyTimer = undefined;
     while (queue.length > 0 && !inFlight) {
+      if (!force && !due()) {
+        scheduleStore();
+        return;
+      }
       const batch = queue.slice(0, opts.batchMax);
       queue = queue.slice(batch.length);
+      for (const q of batch) if (q.settle?.durable) urgent--;
+      const journaled = batch.filter((q) => q.journaled).length;
+      const durable = journaled > 0 || batch.some((q) => q.settle?.durable);
       inFlight = writeBatch(
-        batch.map((w) => w.report),
-        batch.some((w) => w.durable),
+        batch.map((q) => q.report),
+        durable,
       ).then(
         () => {
-          for (const w of batch) w.resolve();
+          journaledOutstanding -= journaled;
+          if (journal && journaledOutstanding === 0 && journal.depth > 0) journal.clear();
+          for (const q of batch) q.settle?.resolve();
         },
         (err: unknown) => {
-          dropped += batch.length;
-          for (const w of batch) w.reject(err);
+          // A journaled report is not lost: the journal keeps it for the next start.
+          dropped += batch.length - journaled;
+          for (const q of batch) q.settle?.reject(err);
         },
       );
       await inFlight;
       inFlight = undefined;
     }
   }
+
+  // ---- the outbox
 
   function startDelivery(): void {
     if (!outbox || delivering || closed) return;
@@ -186,20 +276,37 @@ export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
     }
   }
 
-  // Reports left in the outbox by an earlier run are delivered from the start.
+  // Reports an earlier run journaled go first; those it left in the outbox are delivered from the start.
+  if (opts.replay && opts.replay.length > 0) {
+    journaledOutstanding += opts.replay.length;
+    for (const report of opts.replay) queue.push({ report, journaled: true });
+    soon = after(0, () => {
+      soon = undefined;
+      void drain(true);
+    });
+  }
   if (outbox && outbox.depth > 0) startDelivery();
 
   return {
-    write(report, durable = true) {
+    write(report, durable = true, line) {
       return new Promise<void>((resolve, reject) => {
-        queue.push({ report, durable, resolve, reject });
-        schedule();
+        if (durable && journal) {
+          acking.push({ report, line, resolve, reject });
+          scheduleAck();
+          return;
+        }
+        queue.push({ report, journaled: false, settle: { resolve, reject, durable } });
+        if (durable) urgent++;
+        scheduleStore();
       });
     },
     async flush() {
+      ackTimer?.();
+      ackTimer = undefined;
+      ack();
       while (queue.length > 0 || inFlight) {
         if (inFlight) await inFlight;
-        else await drain();
+        else await drain(true);
       }
     },
     async close() {
@@ -210,7 +317,7 @@ export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
       await delivering;
     },
     get pending() {
-      return queue.length + (inFlight ? 1 : 0);
+      return acking.length + queue.length + (inFlight ? 1 : 0);
     },
     get written() {
       return written;

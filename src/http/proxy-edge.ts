@@ -40,6 +40,8 @@ export interface ProxyEdgeOptions {
   log: Logger;
   /** largest request body accepted (413 above it) */
   maxBodyBytes: number;
+  /** the upstream origin a proxied URL goes to (its route's), which picks the shape of an error answer */
+  originOf?: (url: string) => string;
   /** the relay token check when RELAY_API_TOKENS is set; on the proxy only `x-relay-token` counts */
   tokenCheck?: (presented: string | undefined) => boolean;
   /** the request counter of /metrics, once per answered request: `route` is `proxy` or `/healthz` */
@@ -67,7 +69,7 @@ export function createProxyEdge(opts: ProxyEdgeOptions): ProxyEdge {
   /** An error the relay answers itself, in the shape of the provider the client talks to (error-answer.ts). */
   function answerError(req: IncomingMessage, res: ServerResponse, line: AccessLine, err: unknown): void {
     const facts = errorFacts(err);
-    const { response } = errorAnswer(dialectOf(req.headers), facts);
+    const { response } = errorAnswer(dialectOf(req.headers, opts.originOf?.(req.url!)), facts);
     logProblem(line, facts, err);
     answer(res, line, response);
   }

@@ -23,8 +23,8 @@ export function sweepBefore(oldestWithBodiesMs: number | null, now: number): num
 /** A report as its row keeps it. */
 export interface PlannedReport {
   report: StoredReport;
-  /** the report's JSON, each body replaced by 0 (the key stays, so it keeps its place) */
-  data: string;
+  /** the report's JSON (text, or a store's packed form), each body replaced by 0 (the key stays in its place) */
+  data: string | Buffer;
   request: Hash | null;
   response: Hash | null;
   receivedMs: number;
@@ -49,7 +49,19 @@ export interface BodyKeeper {
 /** Known blobs remembered by the writer: enough for a busy relay's recent conversations. */
 const KNOWN_HASHES = 50_000;
 
-export function createBodyKeeper(): BodyKeeper {
+/** The report's JSON as a row keeps it, each body written as 0. */
+export type RowEncoder = (report: StoredReport) => string | Buffer;
+
+/** The report as JSON text with each body replaced by 0 (the key stays, so it keeps its place). */
+export function jsonWithoutBodies(report: StoredReport): string {
+  const request = report.request;
+  const response = report.response;
+  return JSON.stringify(report, function (this: unknown, key: string, value: unknown) {
+    return key === 'body' && (this === request || this === response) && value !== undefined ? 0 : value;
+  });
+}
+
+export function createBodyKeeper(encode: RowEncoder = jsonWithoutBodies): BodyKeeper {
   const known = new LRUCache<string, number>({ max: KNOWN_HASHES });
   // A hit's report carries its origin's answer as the same object (report-pipeline.ts): split once.
   const splits = new WeakMap<object, SplitBody>();
@@ -69,11 +81,7 @@ export function createBodyKeeper(): BodyKeeper {
     plan(report) {
       const req = split(report.request?.body);
       const res = split(report.response?.body);
-      const request = report.request;
-      const response = report.response;
-      const data = JSON.stringify(report, function (this: unknown, key: string, value: unknown) {
-        return key === 'body' && (this === request || this === response) && value !== undefined ? 0 : value;
-      });
+      const data = encode(report);
       const blobs = [...(req?.blobs ?? []), ...(res?.blobs ?? [])];
       return { report, data, request: req?.root ?? null, response: res?.root ?? null, receivedMs: receivedMs(report), blobs };
     },

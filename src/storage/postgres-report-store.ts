@@ -174,7 +174,7 @@ export async function createPostgresReportStore(opts: PostgresReportStoreOptions
             planned.map((row) => row.p.receivedMs),
             planned.map((row) => row.p.request),
             planned.map((row) => row.p.response),
-            planned.map((row) => pgJson(row.p.data)),
+            planned.map((row) => pgJson(row.p.data as string)),
           ],
         );
         const taken = new Set(res.rows.map((r) => r.id));

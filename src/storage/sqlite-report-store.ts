@@ -8,11 +8,11 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import { StoreUnavailableError } from '../errors.js';
-import { type Hash, packBlob, unpackBlob } from './body-codec.js';
+import { COMPRESS_FROM, type Hash, packBlob, unpackBlob } from './body-codec.js';
 import { type BlobMap, type BodyRow, type PlannedReport, createBodyKeeper, restoreReports, sweepBefore } from './body-store.js';
 import { makePrivateDir, preparePrivateFile, sqliteCompanions } from './private-files.js';
 import { buildListSql, pageFromRows, reportColumns } from './report-filters.js';
-import { packRow, unpackRow } from './report-row-codec.js';
+import { packReport, unpackReport } from './report-row-codec.js';
 import { type StatsDialect, type StatsRow, buildStatsSql, statsResult } from './report-stats-sql.js';
 import type { PruneResult, ReportStore, StoredReport } from './report-store.js';
 
@@ -49,14 +49,22 @@ const SCHEMA = `
     data TEXT NOT NULL
   );
   CREATE INDEX IF NOT EXISTS reports_request_ms_id ON reports (request_ms DESC, id DESC);
-  CREATE INDEX IF NOT EXISTS reports_environment ON reports (environment);
-  CREATE INDEX IF NOT EXISTS reports_model ON reports (model);
   CREATE TABLE IF NOT EXISTS bodies (
     hash BLOB PRIMARY KEY,
     last_ms INTEGER NOT NULL,
     data BLOB NOT NULL
   );
   CREATE INDEX IF NOT EXISTS bodies_last_ms ON bodies (last_ms);
+`;
+
+/**
+ * Every index is written with every report. The list's filters (environment, model, …) walk the
+ * (request_ms, id) index newest first and stop at a page; stats read every row they count anyway. Files of
+ * older relays had indexes on environment and model: they are dropped.
+ */
+const DROPPED_INDEXES = `
+  DROP INDEX IF EXISTS reports_environment;
+  DROP INDEX IF EXISTS reports_model;
 `;
 
 /** Indexes on columns an upgrade adds: created after addMissingColumns. */
@@ -135,11 +143,13 @@ interface ListRow extends ReadRow {
 const READ_COLUMNS = 'data, request_blob, response_blob, bodies_expired';
 
 function bodyRow(row: ReadRow): BodyRow {
-  return { data: unpackRow(row.data), request: row.request_blob, response: row.response_blob, expired: row.bodies_expired === 1 };
+  return { data: unpackReport(row.data), request: row.request_blob, response: row.response_blob, expired: row.bodies_expired === 1 };
 }
 
 /** Unpacked blobs kept by the reading side: the system prompt and a conversation's history are read again and again. */
 const READ_CACHE_BYTES = 8 * 1024 * 1024;
+/** The connection's page cache, in KiB. */
+const PAGE_CACHE_KIB = 16 * 1024;
 /** Pages given back to the file system per prune step (4 KiB each). */
 const VACUUM_PAGES = 2048;
 
@@ -163,6 +173,11 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
     db.exec(SCHEMA);
     addMissingColumns(db);
     db.exec(RETENTION_INDEXES);
+    db.exec(DROPPED_INDEXES);
+    // The writer's page cache: a batch inserts into the indexes of hashes (random places in a large tree);
+    // SQLite's default 2 MB makes most of those inserts read their page again. Pages are cached only as
+    // they are used.
+    db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
   } catch (err) {
     throw failure(`open ${opts.file}`, err);
   }
@@ -175,6 +190,9 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
   );
   const touchBody = db.prepare('UPDATE bodies SET last_ms = max(last_ms, ?) WHERE hash = ?');
   const insertBody = db.prepare('INSERT INTO bodies (hash, last_ms, data) VALUES (?, ?, ?)');
+  const upsertBody = db.prepare(
+    'INSERT INTO bodies (hash, last_ms, data) VALUES (?, ?, ?) ON CONFLICT(hash) DO UPDATE SET last_ms = max(last_ms, excluded.last_ms)',
+  );
   const selectOne = db.prepare<[string], ReadRow>(`SELECT ${READ_COLUMNS} FROM reports WHERE id = ?`);
   const selectBlob = db.prepare<[Buffer], { data: Buffer }>('SELECT data FROM bodies WHERE hash = ?');
   const countAll = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM reports');
@@ -194,7 +212,7 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
   );
   // (a rowid table: WITHOUT ROWID packs these rows worse and puts the hash in every index entry, measured)
   const sweep = db.prepare('DELETE FROM bodies WHERE rowid IN (SELECT rowid FROM bodies WHERE last_ms < ? LIMIT ?)');
-  const bodies = createBodyKeeper();
+  const bodies = createBodyKeeper(packReport);
   const readCache = new LRUCache<string, Buffer>({ maxSize: READ_CACHE_BYTES, sizeCalculation: (b) => Math.max(1, b.length) });
 
   function row(p: PlannedReport): unknown[] {
@@ -218,7 +236,7 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
       p.request,
       p.response,
       propertiesColumn(p.report.properties),
-      packRow(p.data),
+      p.data,
     ];
   }
 
@@ -226,7 +244,10 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
     const inserted = planned.filter((p) => insertReport.run(row(p)).changes === 1);
     const writes = bodies.writes(inserted, now);
     for (const w of writes) {
-      if (touchBody.run(w.ms, w.blob.hash).changes === 0) insertBody.run(w.blob.hash, w.ms, packBlob(w.blob.bytes));
+      // A blob kept as it is needs no work before its insert: one statement, whether it is new or not. One
+      // that would be compressed is looked for first, so a blob stored already is not compressed again.
+      if (w.blob.bytes.length < COMPRESS_FROM) upsertBody.run(w.blob.hash, w.ms, packBlob(w.blob.bytes));
+      else if (touchBody.run(w.ms, w.blob.hash).changes === 0) insertBody.run(w.blob.hash, w.ms, packBlob(w.blob.bytes));
     }
     return writes;
   });

@@ -92,6 +92,18 @@ describe('llm-relay command', () => {
     expect(stderr).toContain('RELAY_CACHE_SCOPE');
     expect(stderr).toContain('RELAY_CACHE_TTL');
   });
+
+  it('an upstream URL ending in /v1 (the OPENAI_BASE_URL habit) stops start-up, naming the setting and what to write', async () => {
+    const refused = {
+      code: 2,
+      stdout: '',
+      stderr:
+        'llm-relay: Invalid configuration:\n' +
+        '  - upstreamUrl (RELAY_UPSTREAM_URL): must be the origin without /v1: use "http://127.0.0.1:9"; a request for /v1/chat/completions already carries /v1\n',
+    };
+    expect(await cli(['--port', '0', '--upstream-url', 'http://127.0.0.1:9/v1'])).toEqual(refused);
+    expect(await cli(['--upstream-url', 'http://127.0.0.1:9/v1/'])).toEqual(refused);
+  });
 });
 
 describe('start-up warnings', () => {

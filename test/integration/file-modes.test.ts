@@ -53,6 +53,7 @@ describe('file modes', () => {
         'outbox.ndjson': '600',
         'relay.lock': '600',
         'relay.lock.json': '600',
+        'reports.journal': '600',
         'reports.sqlite': '600',
         'reports.sqlite-shm': '600',
         'reports.sqlite-wal': '600',
@@ -64,10 +65,12 @@ describe('file modes', () => {
     // Left readable by others (an older relay): tightened at the next start.
     await chmod(join(dir, 'cache.sqlite'), 0o644);
     await chmod(join(dir, 'outbox.ndjson'), 0o644);
+    await chmod(join(dir, 'reports.journal'), 0o644);
     const again = await startRelay({ dataDir: dir, cacheUrl: 'sqlite', reportsUrl: 'sqlite', upstreamUrl: up.url });
     await again.close();
     expect((statSync(join(dir, 'cache.sqlite')).mode & 0o777).toString(8)).toBe('600');
     expect((statSync(join(dir, 'outbox.ndjson')).mode & 0o777).toString(8)).toBe('600');
+    expect((statSync(join(dir, 'reports.journal')).mode & 0o777).toString(8)).toBe('600');
   });
 
   it('cache import into a new data dir makes it 0700 with 0600 files', async () => {

@@ -412,6 +412,10 @@ describe('offline mode', () => {
       expect(JSON.parse(miss.text).message).toBe('No cached answer in namespace "ci" (x-relay-cache-namespace), and the relay is offline (RELAY_OFFLINE).');
       const get404 = await fetch(`${offline.url}/v1/models`);
       expect(get404.status).toBe(504);
+      expect(get404.headers.get('x-relay-cache')).toBe('BYPASS');
+      expect(((await get404.json()) as { message: string }).message).toBe(
+        'No cached answer: this request is not looked up in the cache (only a POST with a JSON body is, while the cache is on for it), and the relay is offline (RELAY_OFFLINE).',
+      );
     } finally {
       await offline.close();
       await rm(dataDir, { recursive: true, force: true });

@@ -1,6 +1,7 @@
 // The official SDKs pointed at the relay: openai (current) on the default route, @anthropic-ai/sdk on a
 // named route. First call MISS and reaches the upstream; the identical second call HIT without reaching
 // it, with identical content — streamed and not.
+import { createHash } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import * as o200k from 'gpt-tokenizer/encoding/o200k_base';
 import OpenAIv4 from 'openai';
@@ -154,6 +155,14 @@ describe('a streamed OpenAI call without include_usage', () => {
     expect(report.usage).toEqual({ inputTokens: input, outputTokens: output, totalTokens: input + output, estimated: true });
     expect(report.costUsd).toBeCloseTo((input * 0.15 + output * 0.6) / 1e6, 15);
     expect(report.response.body.usage).toBeUndefined(); // the stored answer is what the upstream sent
+
+    // The same call again is a hit: its report has the same estimate, and saved what the first one cost.
+    const again = await openai.chat.completions.create(params).withResponse();
+    for await (const _ of again.data);
+    expect(again.response.headers.get('x-relay-cache')).toBe('HIT');
+    const hit = await reportById(again.response.headers.get('x-relay-report-id'));
+    expect(hit).toMatchObject({ cacheHit: true, costUsd: 0, costSavedUsd: report.costUsd, originReportId: report.id });
+    expect(hit.usage).toEqual(report.usage);
   });
 });
 
@@ -291,6 +300,79 @@ describe("the relay's own errors reach the SDKs (provider-shaped)", () => {
       });
       expect(e.message).toBe(`401 ${TOKEN_MESSAGE}`);
       expect(anthropicUp.calls).toHaveLength(0);
+    } finally {
+      await guarded.close();
+    }
+  });
+
+  it('the Anthropic SDK reads the message of an offline miss and of an unreachable upstream on a named route, and does not retry the miss', async () => {
+    const offline = await startRelay({ upstreamUrl: openaiUp.url, routes: [{ prefix: '/anthropic', upstream: anthropicUp.url }], offline: true });
+    const down = await startRelay({ upstreamUrl: openaiUp.url, routes: [{ prefix: '/anthropic', upstream: 'http://127.0.0.1:9' }] });
+    try {
+      let attempts = 0;
+      const counting: typeof fetch = (input, init) => {
+        attempts++;
+        return fetch(input, init);
+      };
+      const params = { model: 'claude-3-5-haiku-20241022', max_tokens: 16, messages: [{ role: 'user' as const, content: 'offline?' }] };
+      const missed = await new Anthropic({ apiKey: 'sk-ant-ci', baseURL: `${offline.url}/anthropic`, maxRetries: 2, fetch: counting })
+        .messages.create(params)
+        .catch((e: unknown) => e);
+      expect(missed).toBeInstanceOf(Anthropic.APIError);
+      const m = missed as InstanceType<typeof Anthropic.APIError>;
+      expect(m.status).toBe(504);
+      expect(attempts).toBe(1);
+      // the namespace of the SDK's credential (this SDK sends its key as a bearer token)
+      const ns = `cred-${createHash('sha256').update('authorization:Bearer sk-ant-ci').digest('hex').slice(0, 32)}`;
+      const message =
+        `No cached answer in namespace "${ns}", and the relay is offline (RELAY_OFFLINE). With RELAY_CACHE_SCOPE=credential, ` +
+        'entries are kept per upstream credential, so a call with another API key looks in another namespace: record and ' +
+        'replay with RELAY_CACHE_SCOPE=shared (or send the same x-relay-cache-namespace) to share entries across keys.';
+      expect(m.error).toEqual({
+        type: 'error',
+        error: { type: 'timeout_error', message },
+        statusCode: 504,
+        code: 'RELAY_ERR_CACHE_ONLY_MISS',
+        message,
+      });
+      expect(m.message).toBe(`504 ${message}`);
+
+      const unreachable = (await new Anthropic({ apiKey: 'sk-ant-ci', baseURL: `${down.url}/anthropic`, maxRetries: 0 })
+        .messages.create(params)
+        .catch((e: unknown) => e)) as InstanceType<typeof Anthropic.APIError>;
+      expect(unreachable).toBeInstanceOf(Anthropic.InternalServerError);
+      expect(unreachable.status).toBe(502);
+      expect((unreachable.error as any).error).toEqual({ type: 'api_error', message: 'The upstream http://127.0.0.1:9 could not be reached (ECONNREFUSED)' });
+      expect(anthropicUp.calls).toHaveLength(0);
+    } finally {
+      await Promise.all([offline.close(), down.close()]);
+    }
+  });
+
+  it('a call on a named route to anthropic.com gets the Anthropic shape even without anthropic-version (a relay 401 before any upstream call)', async () => {
+    const guarded = await startRelay({ upstreamUrl: openaiUp.url, routes: [{ prefix: '/anthropic', upstream: 'https://api.anthropic.com' }], apiTokens: ['relay-secret'] });
+    try {
+      const res = await fetch(`${guarded.url}/anthropic/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': 'sk-ant-curl' },
+        body: JSON.stringify({ model: 'claude-3-5-haiku-20241022', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(res.status).toBe(401);
+      expect(await res.json()).toEqual({
+        type: 'error',
+        error: { type: 'authentication_error', message: TOKEN_MESSAGE },
+        statusCode: 401,
+        code: 'RELAY_ERR_UNAUTHORIZED',
+        message: TOKEN_MESSAGE,
+      });
+      // the default route (OpenAI) keeps OpenAI's shape
+      const openai = await fetch(`${guarded.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      expect(await openai.json()).toEqual({
+        error: { message: TOKEN_MESSAGE, type: 'authentication_error', code: 'RELAY_ERR_UNAUTHORIZED', param: null },
+        statusCode: 401,
+        code: 'RELAY_ERR_UNAUTHORIZED',
+        message: TOKEN_MESSAGE,
+      });
     } finally {
       await guarded.close();
     }

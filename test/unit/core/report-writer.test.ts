@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { createReportWriter } from '../../../src/core/report-writer.js';
 import { StoreUnavailableError } from '../../../src/errors.js';
 import { openOutboxFile } from '../../../src/storage/outbox-file.js';
+import { openReportJournal } from '../../../src/storage/report-journal.js';
 import type { ReportStore, StoredReport } from '../../../src/storage/report-store.js';
 import { tempDir } from '../../helpers/relay.js';
 
@@ -31,13 +32,15 @@ function flakyStore() {
   const rows = new Map<string, StoredReport>();
   const order: string[] = [];
   const batches: number[] = [];
+  const durable: boolean[] = [];
   let up = true;
   const store = {
     kind: 'test',
-    async insertMany(reports: StoredReport[]) {
+    async insertMany(reports: StoredReport[], opts?: { durable?: boolean }) {
       await new Promise((r) => setTimeout(r, 1));
       if (!up) throw new StoreUnavailableError('reports', 'down');
       batches.push(reports.length);
+      durable.push(opts?.durable !== false);
       for (const r of reports)
         if (!rows.has(r.id)) {
           rows.set(r.id, r);
@@ -45,7 +48,7 @@ function flakyStore() {
         }
     },
   } as unknown as ReportStore;
-  return { store, rows, order, batches, setUp: (v: boolean) => (up = v) };
+  return { store, rows, order, batches, durable, setUp: (v: boolean) => (up = v) };
 }
 
 const dirs: string[] = [];
@@ -124,6 +127,76 @@ describe('report writer', () => {
     await outbox.close();
     const { readFile } = await import('node:fs/promises');
     expect(await readFile(path, 'utf8')).toBe('');
+  });
+});
+
+describe('report writer with a journal and a write delay', () => {
+  it('acknowledges a durable write once journaled; the store takes it later in one durable batch, and the journal is emptied', async () => {
+    const dir = await tempDir();
+    dirs.push(dir);
+    const s = flakyStore();
+    const { journal } = openReportJournal(join(dir, 'reports.journal'));
+    const w = createReportWriter({ store: s.store, journal, flushMs: 0, lazyMs: 40, batchMax: 100, retryMs: 10 });
+    await Promise.all(Array.from({ length: 10 }, (_, i) => w.write(report(i))));
+    expect(journal.depth).toBe(10);
+    expect(s.rows.size).toBe(0); // durable already, in the journal; the store has not been asked yet
+    await Promise.all(Array.from({ length: 5 }, (_, i) => w.write(report(10 + i))));
+    await new Promise((r) => setTimeout(r, 80));
+    expect(s.batches).toEqual([15]);
+    expect(s.durable).toEqual([true]);
+    expect(journal.depth).toBe(0);
+    expect(openReportJournal(join(dir, 'reports.journal')).left).toEqual([]);
+    await w.close();
+    journal.close();
+  });
+
+  it('holds reports nobody waits on for the write delay or a full batch, and flush writes them at once', async () => {
+    const s = flakyStore();
+    const w = createReportWriter({ store: s.store, flushMs: 0, lazyMs: 10_000, batchMax: 5, retryMs: 10 });
+    const full = Array.from({ length: 5 }, (_, i) => w.write(report(i), false));
+    await Promise.all(full);
+    expect(s.batches).toEqual([5]);
+    expect(s.durable).toEqual([false]);
+    void w.write(report(5), false);
+    void w.write(report(6), false);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(s.rows.size).toBe(5);
+    expect(w.pending).toBe(2);
+    await w.flush();
+    expect(s.batches).toEqual([5, 2]);
+    expect(w.pending).toBe(0);
+  });
+
+  it('writes first what an earlier run journaled, then empties the journal', async () => {
+    const dir = await tempDir();
+    dirs.push(dir);
+    const path = join(dir, 'reports.journal');
+    const before = openReportJournal(path);
+    before.journal.append([JSON.stringify(report(1)), JSON.stringify(report(2))]);
+    before.journal.close();
+    const s = flakyStore();
+    const { journal, left } = openReportJournal(path);
+    const w = createReportWriter({ store: s.store, journal, replay: left, flushMs: 0, lazyMs: 10_000, batchMax: 100, retryMs: 10 });
+    await w.flush();
+    expect(s.order).toEqual([report(1).id, report(2).id]);
+    expect(s.durable).toEqual([true]);
+    expect(journal.depth).toBe(0);
+    await w.close();
+    journal.close();
+  });
+
+  it('keeps journaled reports in the journal when neither the store nor the outbox takes them', async () => {
+    const dir = await tempDir();
+    dirs.push(dir);
+    const s = flakyStore();
+    s.setUp(false);
+    const { journal } = openReportJournal(join(dir, 'reports.journal'));
+    const w = createReportWriter({ store: s.store, journal, flushMs: 0, lazyMs: 10_000, batchMax: 100, retryMs: 10 });
+    await w.write(report(1)); // acknowledged: durable in the journal
+    await w.flush();
+    expect(w.dropped).toBe(0);
+    expect(openReportJournal(join(dir, 'reports.journal')).left.map((r) => r.id)).toEqual([report(1).id]);
+    journal.close();
   });
 });
 

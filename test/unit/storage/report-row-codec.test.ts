@@ -1,0 +1,149 @@
+// The SQLite report row's packed form: any report JSON comes back exactly (same JSON text, key order and
+// odd values included), with its request and response bodies written as 0; and it is small.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { packReport, unpackReport } from '../../../src/storage/report-row-codec.js';
+
+const key = fc.oneof(
+  fc.string(),
+  fc.constantFrom('__proto__', 'constructor', 'body', 'request', 'response', 'model', 'status', 'é世🎉', ''),
+);
+
+/** Strings the codec writes in a form of its own, and near misses of those forms. */
+const special = fc.oneof(
+  fc.constantFrom(
+    'llm-relay',
+    'POST',
+    '/v1/chat/completions',
+    'a'.repeat(64),
+    'A'.repeat(64),
+    '01a213cb-0240-779e-8786-30ec0001a31c',
+    '01A213CB-0240-779E-8786-30EC0001A31C',
+    '2026-11-25T17:40:01.217Z',
+    '2026-11-25T17:40:01.2170Z',
+    '+275760-09-13T00:00:00.000Z',
+    '2026-02-30T17:40:01.217Z',
+    '\ud800',
+    'a\udc00b',
+  ),
+  fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => Buffer.from(b).toString('hex')),
+  fc.uuid(),
+  fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+);
+
+const json: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    fc.constantFrom(null, true, false, 0, -0, 1.5, -7, 1e21, 2 ** 53, -(2 ** 53) - 2, 2 ** 52, Number.MIN_VALUE, ''),
+    fc.string({ unit: 'grapheme' }),
+    fc.string({ unit: 'binary' }),
+    special,
+    fc.integer(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.array(fc.tuple(key, tie('value')), { maxLength: 5 }).map((entries) => Object.fromEntries(entries)),
+  ),
+})).value;
+
+/** A report: request and response objects (bodies anywhere in their key order) among any other keys. */
+const report = fc
+  .tuple(
+    fc.array(fc.tuple(key, json), { maxLength: 6 }),
+    fc.array(fc.tuple(key, json), { maxLength: 3 }),
+    fc.array(fc.tuple(key, json), { maxLength: 3 }),
+    fc.option(json),
+    fc.option(json),
+  )
+  .map(([top, req, res, reqBody, resBody]) => {
+    const request = Object.fromEntries(reqBody === null ? req : [...req, ['body', reqBody]]);
+    const response = Object.fromEntries(resBody === null ? res : [['body', resBody], ...res]);
+    return Object.fromEntries([['request', request], ...top.filter(([k]) => k !== 'request' && k !== 'response'), ['response', response]]);
+  });
+
+/** What the row must read back as: the report's JSON text with each body that JSON keeps written as 0. */
+function expected(r: Record<string, unknown>): string {
+  const request = r['request'];
+  const response = r['response'];
+  return JSON.stringify(r, function (this: unknown, k: string, v: unknown) {
+    return k === 'body' && (this === request || this === response) && v !== undefined ? 0 : v;
+  });
+}
+
+describe('report row codec', () => {
+  it('reads back any report exactly, bodies written as 0 (property)', () => {
+    fc.assert(
+      fc.property(report, (r) => {
+        const back = unpackReport(packReport(r));
+        expect(JSON.stringify(back)).toBe(expected(r));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('keeps -0, integers past 2^53, lone surrogates, __proto__ keys and non-canonical timestamps exactly', () => {
+    const r = {
+      request: { timestamp: '2026-11-25T17:40:01.2170Z', body: { a: 1 } },
+      response: { timestamp: '2026-11-25T17:40:01.217Z', status: 200 },
+      z: -0,
+      big: 2 ** 60,
+      s: 'x\ud800y',
+      upper: 'A'.repeat(64),
+      ['__proto__']: { polluted: true },
+    };
+    Object.defineProperty(r, '__proto__', { value: { polluted: true }, enumerable: true });
+    const back = unpackReport(packReport(r)) as Record<string, unknown>;
+    expect(Object.is(back['z'], -0)).toBe(true);
+    expect(back['big']).toBe(2 ** 60);
+    expect(back['s']).toBe('x\ud800y');
+    expect(back['upper']).toBe('A'.repeat(64));
+    expect(Object.getPrototypeOf(back)).toBe(Object.prototype);
+    expect(Object.prototype.hasOwnProperty.call(back, '__proto__')).toBe(true);
+    expect((back['request'] as Record<string, unknown>)['timestamp']).toBe('2026-11-25T17:40:01.2170Z');
+    expect((back['request'] as Record<string, unknown>)['body']).toBe(0);
+  });
+
+  it('reads rows of older relays (plain JSON text) as they are', () => {
+    const text = '{"id":"x","request":{"timestamp":"t","body":{"m":1}},"response":{"timestamp":"t"}}';
+    expect(unpackReport(text)).toEqual(JSON.parse(text));
+  });
+
+  it('refuses a row of a version it does not know, instead of reading it wrong', () => {
+    expect(() => unpackReport(Buffer.from([1, 0]))).toThrow(/unknown version 1/);
+  });
+
+  it('keeps a proxied call’s report in about a quarter of its JSON', () => {
+    const r = {
+      metadata: { client: 'llm-relay', clientVersion: '0.1.0', environment: 'development' },
+      request: { timestamp: '2026-11-25T17:40:01.216Z', body: { model: 'gpt-4o-mini' } },
+      response: { timestamp: '2026-11-25T17:40:01.217Z', status: 200, streamed: false, body: { id: 'x' } },
+      properties: {},
+      cacheEnabled: true,
+      cacheHit: true,
+      proxy: {
+        method: 'POST',
+        path: '/v1/chat/completions',
+        upstream: 'https://api.openai.com',
+        cacheStatus: 'HIT',
+        cacheKey: 'fc75772af619e74574790a5ee165c320429b588cc1a876d6aa857d717ceb2f90',
+        outcome: 'complete',
+      },
+      originReportId: '01a213cb-00cb-7389-9894-ba24fbd2cd25',
+      id: '01a213cb-0240-779e-8786-30ec0001a31c',
+      receivedAt: '2026-11-25T17:40:01.217Z',
+      durationMs: 1,
+      status: 200,
+      model: 'gpt-4o-mini',
+      provider: 'openai',
+      usage: { inputTokens: 7, outputTokens: 132, totalTokens: 139, cachedInputTokens: 0 },
+      costUsd: 0,
+      requestBytes: 137,
+      responseBytes: 987,
+      requestSha256: '1e4e3d8c9c002a6bceed846d84c2d7cbef8da3a2d9b7c8c891253ab3b3fe9e7e',
+      responseSha256: '5eb820b7769797f81a39ec292895f39a0ea6a5c9ada0ea8d711bb9a4892e3541',
+      costSavedUsd: 8.025e-5,
+    };
+    const packed = packReport(r);
+    expect(JSON.stringify(unpackReport(packed))).toBe(expected(r));
+    expect(packed.length).toBeLessThan(Buffer.byteLength(expected(r)) / 3.5);
+  });
+});
