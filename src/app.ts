@@ -18,6 +18,8 @@ import type { Exchange } from './core/proxy-types.js';
 import { createRouter } from './core/routing.js';
 import { createUpstreamClient } from './upstream/upstream-client.js';
 import type { CacheStore } from './storage/cache-store.js';
+import type { FleetFlight } from './storage/fleet-flight.js';
+import type { RedisCacheStore } from './storage/redis-cache-store.js';
 import type { ReportStore } from './storage/report-store.js';
 import { createReportThread } from './report-thread.js';
 import { type DataDirLock, lockDataDir } from './storage/data-dir-lock.js';
@@ -84,6 +86,22 @@ export async function openCacheStore(config: RelayConfig): Promise<CacheStore> {
   return createRedisCacheStore({ url: config.cacheUrl });
 }
 
+/**
+ * Single flight across relays, when the cache is Redis (and RELAY_FLEET_LEASE_MS is not 0): on the cache
+ * store's connection, plus one reader connection. A relay on SQLite or memory loads none of it.
+ */
+async function openFleetFlight(config: Readonly<RelayConfig>, cacheStore: CacheStore, log: Logger): Promise<FleetFlight | undefined> {
+  if (config.fleetLeaseMs === 0 || !('redis' in cacheStore)) return undefined;
+  const { createRedisFlight } = await import('./storage/redis-flight.js');
+  return createRedisFlight({
+    ...(cacheStore as RedisCacheStore).redis,
+    leaseMs: config.fleetLeaseMs,
+    timeoutMs: config.storeTimeoutMs,
+    maxBytes: config.cacheMaxEntryBytes,
+    log,
+  });
+}
+
 export async function openReportStore(config: RelayConfig): Promise<ReportStore> {
   if (config.reportsUrl === 'sqlite') {
     const { createSqliteReportStore } = await import('./storage/sqlite-report-store.js');
@@ -116,9 +134,12 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
   const logger = pinoLogger;
   const cacheStore = overrides.cacheStore ?? (await openCacheStore(config));
   let reportStore: ReportStore;
+  let fleetFlight: FleetFlight | undefined;
   try {
+    fleetFlight = await openFleetFlight(config, cacheStore, logger);
     reportStore = overrides.reportStore ?? (await openReportStore(config));
   } catch (err) {
+    await fleetFlight?.close();
     await cacheStore.close();
     throw err;
   }
@@ -196,6 +217,7 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
     offline: config.offline,
     maxJsonDepth: config.maxJsonDepth,
     telemetry: metrics.telemetry,
+    ...(fleetFlight ? { fleet: fleetFlight } : {}),
   });
   const edge = createProxyEdge({
     exchange,
@@ -268,6 +290,8 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
         clearInterval(sweep);
         if (site) await (await site.catch(() => undefined))?.close();
         await upstream.close();
+        // No call is in flight any more: nothing this relay leads or follows is left.
+        await fleetFlight?.close();
         await reports.close();
         await Promise.allSettled([cacheStore.close(), reportStore.close()]);
         // Last: until everything above is closed, the data dir is still this relay's.

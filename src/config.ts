@@ -49,6 +49,8 @@ export interface RelayConfig {
   upstreamHeadersTimeoutMs: number;
   upstreamBodyTimeoutMs: number;
   storeTimeoutMs: number;
+  /** ms of the Redis lease a relay holds while it makes a call others wait for (fleet single flight); 0 is off */
+  fleetLeaseMs: number;
   pricesFile: string;
 }
 
@@ -126,6 +128,7 @@ export const DEFAULTS: Readonly<RelayConfig> = Object.freeze({
   upstreamHeadersTimeoutMs: 300_000,
   upstreamBodyTimeoutMs: 300_000,
   storeTimeoutMs: 500,
+  fleetLeaseMs: 5_000,
   pricesFile: resolve(PACKAGE_ROOT, 'config/prices.json'),
 });
 
@@ -165,6 +168,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'upstreamHeadersTimeoutMs', env: 'RELAY_UPSTREAM_HEADERS_TIMEOUT_MS', kind: 'int', min: 1, description: 'time allowed for the upstream response headers (504)' },
   { key: 'upstreamBodyTimeoutMs', env: 'RELAY_UPSTREAM_BODY_TIMEOUT_MS', kind: 'int', min: 1, description: 'longest silence allowed between upstream body chunks (504)' },
   { key: 'storeTimeoutMs', env: 'RELAY_STORE_TIMEOUT_MS', kind: 'int', min: 1, description: 'a cache store call slower than this counts as a failure (the proxy treats it as a miss)' },
+  { key: 'fleetLeaseMs', env: 'RELAY_FLEET_LEASE_MS', kind: 'int', min: 0, max: 600_000, description: 'with a Redis cache: lease in ms a relay holds in Redis while it makes a call identical calls on other relays wait for, renewed while the call runs; when its relay dies, a waiting caller takes over after it (0: single flight per relay only)' },
   { key: 'pricesFile', env: 'RELAY_PRICES_FILE', kind: 'string', description: 'price table (USD per million tokens) used to derive cost' },
 ];
 
@@ -391,6 +395,8 @@ function validate(raw: Record<string, unknown>, problems: string[]): RelayConfig
   const cacheUrl = String(raw.cacheUrl);
   if (!/^(sqlite|memory|rediss?:\/\/.+)$/.test(cacheUrl))
     problems.push(`cacheUrl (RELAY_CACHE_URL): must be sqlite, memory, redis://… or rediss://…, got "${redact(cacheUrl)}"`);
+  if (typeof raw.fleetLeaseMs === 'number' && raw.fleetLeaseMs > 0 && raw.fleetLeaseMs < 100)
+    problems.push('fleetLeaseMs (RELAY_FLEET_LEASE_MS): must be 0 (off) or at least 100');
   const reportsUrl = String(raw.reportsUrl);
   if (!/^(sqlite|postgres(ql)?:\/\/.+)$/.test(reportsUrl))
     problems.push(`reportsUrl (RELAY_REPORTS_URL): must be sqlite or postgres://…, got "${redact(reportsUrl)}"`);

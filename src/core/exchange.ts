@@ -13,6 +13,7 @@ import type { CacheHit, CacheService } from './cache-service.js';
 import { type StoredAnswer, answerBytes } from './cached-response.js';
 import { dialectOf, errorAnswer, errorFacts } from './error-answer.js';
 import type { ProxyFacts } from './exchange-record.js';
+import { createFleetExchange, mirrorLive } from './fleet-exchange.js';
 import type { LiveAnswer } from './live-answer.js';
 import { uuidv7 } from './ids.js';
 import { decodeUtf8Strict, parseJsonStrict } from './json-guard.js';
@@ -21,7 +22,8 @@ import { credentialOf, relayHeaderPairs } from './proxy-headers.js';
 import type { CacheStatus } from './proxy-report.js';
 import type { ReportService } from './report-service.js';
 import type { Target } from './routing.js';
-import { createSingleFlight } from './single-flight.js';
+import type { FleetFlight, FleetLease } from '../storage/fleet-flight.js';
+import { type Flight, createSingleFlight } from './single-flight.js';
 import { type Telemetry, noTelemetry } from './telemetry.js';
 import { forward } from './forward.js';
 import type { Base, Exchange, ProxyRequest, ProxyResponse } from './proxy-types.js';
@@ -42,6 +44,8 @@ export interface ExchangeOptions {
   offline: boolean;
   maxJsonDepth: number;
   telemetry?: Telemetry;
+  /** single flight across the relays on one Redis (fleet-flight.ts); without it, per relay only */
+  fleet?: FleetFlight;
 }
 
 /**
@@ -89,6 +93,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
   const telemetry = opts.telemetry ?? noTelemetry;
   const rawKeys = new LRUCache<string, string>({ max: RAW_KEYS });
   const namespaces = new LRUCache<string, string>({ max: NAMESPACES });
+  const fleet = opts.fleet && createFleetExchange({ flight: opts.fleet, maxBytes: opts.cache.maxEntryBytes, telemetry });
 
   function namespaceOf(explicit: string | undefined, credential: string | undefined): string {
     if (explicit || opts.cacheScope === 'shared' || !credential) return proxyNamespace(explicit, opts.cacheScope, credential);
@@ -144,6 +149,19 @@ export function createExchange(opts: ExchangeOptions): Exchange {
     headers['server-timing'] = `relay;dur=${overheadMs.toFixed(3)}`;
     telemetry.exchange({ route: base.route, cacheStatus: 'COALESCED', status: live.status, overheadMs });
     return { status: live.status, headers, body };
+  }
+
+  /**
+   * A call answered by an identical one in flight: a streamed answer is joined from its first event;
+   * otherwise (or when it can no longer be joined) the call waits for the stored answer. Undefined when the
+   * flight has nothing to share (then the call goes upstream itself).
+   */
+  async function shareOf(running: Flight<StoredAnswer, LiveAnswer>, req: ProxyRequest, base: Base): Promise<ProxyResponse | undefined> {
+    const live = await running.started;
+    const joined = live && joinLive(live, req, base);
+    if (joined) return joined;
+    const shared = await running.result;
+    return shared ? answer(shared, 'COALESCED', base) : undefined;
   }
 
   async function lookup(namespace: string, hash: string): Promise<CacheHit | undefined> {
@@ -218,19 +236,17 @@ export function createExchange(opts: ExchangeOptions): Exchange {
         },
       };
 
+      // A call that waited on a flight with nothing to share goes upstream itself (not into the fleet again).
+      let waited = false;
       if (hash && key && policy.read) {
         const hit = await lookup(namespace, hash);
         if (hit && (policy.maxAgeSec === undefined || Date.now() - hit.createdAt <= policy.maxAgeSec * 1000))
           return answer(hit.answer, 'HIT', base, hit.createdAt);
         const running = inflight.join(key);
         if (running) {
-          // A streamed answer is joined from its first event; otherwise (or when it can no longer be
-          // joined) the call waits for the stored answer. With nothing to share it goes upstream itself.
-          const live = await running.started;
-          const joined = live && joinLive(live, req, base);
-          if (joined) return joined;
-          const shared = await running.result;
-          if (shared) return answer(shared, 'COALESCED', base);
+          waited = true;
+          const shared = await shareOf(running, req, base);
+          if (shared) return shared;
         }
       }
       if (policy.onlyIfCached) {
@@ -248,7 +264,26 @@ export function createExchange(opts: ExchangeOptions): Exchange {
       }
 
       const status: CacheStatus = !usesCache || !policy.write ? 'BYPASS' : policy.read ? 'MISS' : 'REFRESH';
-      const flight = key && policy.write ? inflight.lead(key) : undefined;
+      let flight = key && policy.write ? inflight.lead(key) : undefined;
+      // ── Fleet single flight (fleet-exchange.ts): the relays on one Redis make one upstream call. ──
+      let fleetLease: FleetLease | undefined;
+      if (fleet && flight && key && policy.read && !waited) {
+        const step = await fleet.step({
+          key,
+          leader: flight,
+          running: inflight.join(key)!,
+          entryCheck: policy.maxAgeSec === undefined,
+          lookup: () => lookup(namespace, hash!),
+          share: (running) => shareOf(running, req, base),
+          hit: (hit) => answer(hit.answer, 'HIT', base, hit.createdAt),
+        });
+        if ('response' in step) return step.response;
+        if ('relead' in step) flight = inflight.lead(key);
+        else fleetLease = step.lease;
+      }
+      const leader = flight;
+      const lease = fleetLease;
+      // ── (end of the fleet step) ──
       return forward({
         req,
         target,
@@ -257,17 +292,31 @@ export function createExchange(opts: ExchangeOptions): Exchange {
         upstream: opts.upstream,
         cacheMaxEntryBytes: opts.cache.maxEntryBytes,
         onStored: (cached) => {
-          flight?.settle(cached);
-          if (cached && hash && policy.write)
-            opts.cache
-              .save(namespace, hash, cached, policy.ttlSec)
-              .catch((err: unknown) => {
-                telemetry.cacheFailure('save');
-                opts.log.warn({ err }, 'cache write failed');
-              });
+          leader?.settle(cached);
+          const saved =
+            cached && hash && policy.write
+              ? opts.cache.save(namespace, hash, cached, policy.ttlSec).then(
+                  (r) => r.stored,
+                  (err: unknown) => {
+                    telemetry.cacheFailure('save');
+                    opts.log.warn({ err }, 'cache write failed');
+                    return false;
+                  },
+                )
+              : false;
+          lease?.finish(saved);
         },
-        onFailed: () => flight?.settle(undefined),
-        publish: flight?.publish,
+        onFailed: () => {
+          leader?.settle(undefined);
+          lease?.finish(false);
+        },
+        publish:
+          leader && lease
+            ? (live) => {
+                leader.publish(live);
+                mirrorLive(live, lease);
+              }
+            : leader?.publish,
         telemetry,
       });
     },

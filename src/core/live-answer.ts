@@ -20,6 +20,17 @@ export interface LiveAnswer {
    * with the whole answer's bytes when it is complete.
    */
   join(gone: ClientGone, onEnd: (how: JoinEnd, bytes?: Buffer) => void): Readable | undefined;
+  /**
+   * Hands the answer so far, every chunk after it, and then its end or failure to an observer that is not
+   * a reader (the fleet mirror, fleet-flight.ts): it neither keeps the upstream call going nor is cut off.
+   */
+  tap(observer: LiveTap): void;
+}
+
+export interface LiveTap {
+  chunk(bytes: Buffer): void;
+  end(): void;
+  fail(): void;
 }
 
 /** The leader's side: what the upstream sends, passed on to the joiners. */
@@ -53,6 +64,7 @@ interface Joiner {
 export function createLiveFeed(opts: LiveOptions): LiveFeed {
   let state: 'open' | 'ended' | 'failed' = 'open';
   const joiners = new Set<Joiner>();
+  const taps: LiveTap[] = [];
   /** the complete answer, for the joiners' reports */
   const whole = (): Buffer | undefined => opts.copy();
 
@@ -96,7 +108,17 @@ export function createLiveFeed(opts: LiveOptions): LiveFeed {
       return out;
     },
 
+    tap(observer) {
+      // (the answer so far is all there is to start from: one whose copy outgrew its limit cannot be mirrored)
+      const sofar = opts.copy();
+      if (state === 'failed' || !sofar) return observer.fail();
+      if (sofar.length > 0) observer.chunk(Buffer.from(sofar));
+      if (state === 'ended') observer.end();
+      else taps.push(observer);
+    },
+
     write(chunk) {
+      for (const t of taps) t.chunk(chunk);
       for (const j of joiners) {
         j.out.write(chunk);
         if (j.out.writableLength + j.out.readableLength > opts.maxLagBytes) {
@@ -108,6 +130,7 @@ export function createLiveFeed(opts: LiveOptions): LiveFeed {
 
     end() {
       state = 'ended';
+      for (const t of taps.splice(0)) t.end();
       const bytes = joiners.size > 0 ? whole() : undefined;
       for (const j of joiners) {
         j.out.end();
@@ -119,6 +142,7 @@ export function createLiveFeed(opts: LiveOptions): LiveFeed {
     fail() {
       if (state !== 'open') return;
       state = 'failed';
+      for (const t of taps.splice(0)) t.fail();
       for (const j of joiners) {
         j.out.destroy(new Error('the upstream answer was cut short'));
         j.done('stream-error');

@@ -13,9 +13,16 @@ export interface ExchangeObservation {
   upstreamMs?: number;
 }
 
+/**
+ * A local flight's step into the fleet (fleet-follow.ts): it led, followed another relay, took over from a
+ * relay whose lease ran out, found the answer stored meanwhile, or fell back to this relay alone (Redis failing).
+ */
+export type FleetEvent = 'lead' | 'follow' | 'takeover' | 'stored' | 'fallback';
+
 export interface Telemetry {
   exchange(o: ExchangeObservation): void;
   cacheFailure(op: 'lookup' | 'save'): void;
+  fleetFlight?(event: FleetEvent): void;
 }
 
 export const noTelemetry: Telemetry = {

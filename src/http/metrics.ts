@@ -145,6 +145,12 @@ export function createMetrics(sources: MetricsSources, opts: MetricsOptions = {}
   // Both series exist from the start, at 0, so alerts on increase() see the first failure.
   cacheFailures.inc({ op: 'lookup' }, 0);
   cacheFailures.inc({ op: 'save' }, 0);
+  const fleetFlights = new Counter({
+    name: `${PREFIX}fleet_flights_total`,
+    help: 'Cache misses that went into the fleet (Redis cache), by what became of them: lead (this relay made the call), follow (another relay did), takeover (its relay died; this one made it), stored (found stored meanwhile), fallback (Redis failing: single flight on this relay only)',
+    labelNames: ['event'] as const,
+    registers: [],
+  });
 
   const cacheEntries = new Gauge({
     name: `${PREFIX}cache_entries`,
@@ -186,7 +192,7 @@ export function createMetrics(sources: MetricsSources, opts: MetricsOptions = {}
   });
 
   const own = new Registry();
-  const all: Metric[] = [requests, overhead, upstreamLatency, cacheFailures, cacheEntries, cacheBytes, reportsPending, reportsWritten, reportsDropped, outboxDepth];
+  const all: Metric[] = [requests, overhead, upstreamLatency, cacheFailures, fleetFlights, cacheEntries, cacheBytes, reportsPending, reportsWritten, reportsDropped, outboxDepth];
   for (const m of all) own.registerMetric(m);
   const registry = Registry.merge([processMetrics(), own]);
 
@@ -199,6 +205,9 @@ export function createMetrics(sources: MetricsSources, opts: MetricsOptions = {}
     },
     cacheFailure(op) {
       cacheFailures.inc({ op });
+    },
+    fleetFlight(event) {
+      fleetFlights.inc({ event });
     },
   };
 

@@ -31,6 +31,31 @@ const DEFAULT_SCAN_COUNT = 100;
 /** First reconnect delay; it doubles per attempt up to maxReconnectDelayMs. */
 const FIRST_RECONNECT_DELAY_MS = 50;
 
+/** The few calls the fleet flight makes on a node-redis client. */
+export interface RedisCommandClient {
+  sendCommand(args: ReadonlyArray<string | Buffer>, options?: { typeMapping?: Record<number, unknown> }): Promise<unknown>;
+  /** a new client with the same options (a connection of its own) */
+  duplicate(): RedisCommandClient;
+  connect(): Promise<unknown>;
+  destroy(): void;
+  on(event: 'error', listener: (err: unknown) => void): unknown;
+  readonly isReady: boolean;
+}
+
+/** What the fleet flight (redis-flight.ts) shares with this store: its connection, and where its keys live. */
+export interface RedisConnection {
+  /** the store's connection; the flight's commands go on it, and its reader is a duplicate */
+  client: RedisCommandClient;
+  /** the prefix of this store's Redis keys (`llm-relay:`); its entries are under `<prefix>:` */
+  keyPrefix: string;
+  /** the Redis key of the entry stored under `<namespace>:<hash>` */
+  entryKey(key: string): string;
+}
+
+export interface RedisCacheStore extends CacheStore {
+  readonly redis: RedisConnection;
+}
+
 /** What is kept per key, serialized by keyv inside its `{ value, expires }` envelope. */
 interface StoredEntry {
   value: string;
@@ -57,7 +82,7 @@ function escapeGlob(text: string): string {
 }
 
 /** Rejects after `ms` unless `promise` settles first; the loser's rejection stays handled by race(). */
-async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+export async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
@@ -69,7 +94,7 @@ async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): P
   }
 }
 
-export async function createRedisCacheStore(opts: RedisCacheStoreOptions): Promise<CacheStore> {
+export async function createRedisCacheStore(opts: RedisCacheStoreOptions): Promise<RedisCacheStore> {
   const namespace = opts.namespace ?? DEFAULT_NAMESPACE;
   const connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const commandTimeoutMs = opts.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
@@ -169,6 +194,7 @@ export async function createRedisCacheStore(opts: RedisCacheStoreOptions): Promi
   return {
     kind: 'redis',
     readsInProcess: false,
+    redis: { client, keyPrefix: `${namespace}:`, entryKey: (key) => `${prefix}${key}` },
 
     async get(key) {
       const entry = await op('GET', () => keyv.get(key));

@@ -127,4 +127,28 @@ describe('live answer', () => {
     expect(f.readers).toBe(1);
     await expect(readAll(out)).rejects.toThrow('fell too far behind');
   });
+
+  it('a tap (the fleet mirror) sees the answer so far, then every chunk and the end, without counting as a reader', () => {
+    const f = feed();
+    f.send('data: 1\n\n');
+    const seen: string[] = [];
+    const tap = { chunk: (b: Buffer) => seen.push(b.toString()), end: () => seen.push('END'), fail: () => seen.push('FAIL') };
+    f.live.tap(tap);
+    expect(f.readers).toBe(1);
+    f.send('data: 2\n\n');
+    f.live.end();
+    expect(seen).toEqual(['data: 1\n\n', 'data: 2\n\n', 'END']);
+
+    const broken = feed();
+    const told: string[] = [];
+    broken.live.tap({ chunk: () => told.push('chunk'), end: () => told.push('END'), fail: () => told.push('FAIL') });
+    broken.live.fail();
+    expect(told).toEqual(['FAIL']);
+    // one that cannot be mirrored from its start (its copy outgrew the limit) fails at once
+    const big = feed();
+    big.outgrow();
+    const late: string[] = [];
+    big.live.tap({ chunk: () => late.push('chunk'), end: () => late.push('END'), fail: () => late.push('FAIL') });
+    expect(late).toEqual(['FAIL']);
+  });
 });
