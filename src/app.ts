@@ -11,6 +11,7 @@ import { createRequestIds } from './http/access-log.js';
 import { createTokenCheck } from './http/auth.js';
 import { createMetrics } from './http/metrics.js';
 import { createProxyEdge } from './http/proxy-edge.js';
+import { createReportEdge } from './http/report-edge.js';
 import { createRelayServer } from './http/relay-server.js';
 import type { Site } from './http/site.js';
 import { createExchange } from './core/exchange.js';
@@ -219,12 +220,13 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
     telemetry: metrics.telemetry,
     ...(fleetFlight ? { fleet: fleetFlight } : {}),
   });
+  const tokenCheck = config.apiTokens.length > 0 ? createTokenCheck(config.apiTokens) : undefined;
   const edge = createProxyEdge({
     exchange,
     log: pinoLogger,
     maxBodyBytes: config.maxBodyBytes,
     originOf: (url) => route(url).origin,
-    ...(config.apiTokens.length > 0 ? { tokenCheck: createTokenCheck(config.apiTokens) } : {}),
+    ...(tokenCheck ? { tokenCheck } : {}),
     count: (route, cacheStatus, statusCode) => metrics.countRequest(route, cacheStatus, statusCode),
     closing: () => closing,
     nextRequestId,
@@ -252,7 +254,17 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
       },
     );
   };
-  const server = createRelayServer({ maxHeaderBytes: config.maxHeaderBytes, requestTimeoutMs: config.requestTimeoutMs }, edge, toSite);
+  const reportEdge = createReportEdge({
+    reports,
+    log: pinoLogger,
+    maxBodyBytes: config.maxBodyBytes,
+    maxJsonDepth: config.maxJsonDepth,
+    ...(tokenCheck ? { tokenCheck } : {}),
+    count: (route, cacheStatus, statusCode) => metrics.countRequest(route, cacheStatus, statusCode),
+    closing: () => closing,
+    nextRequestId,
+  });
+  const server = createRelayServer({ maxHeaderBytes: config.maxHeaderBytes, requestTimeoutMs: config.requestTimeoutMs }, edge, reportEdge, toSite);
 
   let closed: Promise<void> | undefined;
   return {

@@ -3,7 +3,8 @@
 // upstream, so there only `x-relay-token` counts; `Authorization: Bearer` is taken on /api and /metrics
 // (what Prometheus sends).
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { FastifyInstance } from 'fastify';
 import { RELAY_ERR_UNAUTHORIZED } from '../errors.js';
 import { BROWSER_PATHS } from './browser-routes.js';
 import { DASHBOARD_PATHS } from './dashboard-routes.js';
@@ -27,11 +28,12 @@ export function createTokenCheck(tokens: readonly string[]): (presented: string 
   };
 }
 
-function presentedToken(request: FastifyRequest): string | undefined {
-  const relayToken = request.headers['x-relay-token'];
+/** The relay token a request to `url` presents: x-relay-token, or on /api and /metrics Authorization: Bearer. */
+export function presentedToken(headers: IncomingHttpHeaders, url: string): string | undefined {
+  const relayToken = headers['x-relay-token'];
   if (typeof relayToken === 'string') return relayToken;
-  if (!request.url.startsWith('/api/') && request.url !== '/metrics') return undefined;
-  const auth = request.headers.authorization;
+  if (!url.startsWith('/api/') && url !== '/metrics') return undefined;
+  const auth = headers.authorization;
   const m = typeof auth === 'string' ? /^Bearer\s+(.+)$/i.exec(auth) : null;
   return m?.[1]?.trim();
 }
@@ -41,6 +43,6 @@ export function requireTokens(app: FastifyInstance, tokens: readonly string[]): 
   const check = createTokenCheck(tokens);
   app.addHook('onRequest', async (request) => {
     if (OPEN_ROUTES.has(request.url.split('?')[0]!)) return;
-    if (!check(presentedToken(request))) throw new RELAY_ERR_UNAUTHORIZED();
+    if (!check(presentedToken(request.headers, request.url))) throw new RELAY_ERR_UNAUTHORIZED();
   });
 }

@@ -1,10 +1,12 @@
 // The relay's one node:http server. Proxied calls and health checks go to the edge (proxy-edge.ts), which
-// needs nothing else; every other request goes to the site (site.ts: the API, /readyz, /metrics, /docs,
+// needs nothing else, and posted reports of the usual form to the report edge (report-edge.ts); every
+// other request goes to the site (site.ts: the API, /readyz, /metrics, /docs,
 // /dashboard, fastify), which is built on the first such request — a relay used only as a proxy never
 // loads fastify, TypeBox or the OpenAPI machinery.
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import { clientErrorHandler, refuseConnect } from './client-errors.js';
 import type { ProxyEdge } from './proxy-edge.js';
+import type { ReportEdge } from './report-edge.js';
 
 export interface RelayServerSettings {
   maxHeaderBytes: number;
@@ -17,10 +19,12 @@ const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 export function createRelayServer(
   settings: RelayServerSettings,
   edge: ProxyEdge,
+  reportEdge: ReportEdge,
   site: (req: IncomingMessage, res: ServerResponse) => void,
 ): Server {
   const server = createServer({ maxHeaderSize: settings.maxHeaderBytes }, (req, res) => {
     if (edge.takes(req)) edge.handle(req, res);
+    else if (reportEdge.takes(req)) reportEdge.handle(req, res);
     else if (edge.isHealthCheck(req)) edge.health(req, res);
     else site(req, res);
   });

@@ -38,7 +38,6 @@ const VERSION = 2;
 const T_NULL = 0, T_FALSE = 1, T_TRUE = 2, T_INT = 3, T_FLOAT = 4, T_STR = 5, T_DICT = 6, T_HEX = 7, T_UUID = 8;
 const T_TIME = 9, T_ARRAY = 10, T_OBJECT = 11, T_JSON = 12;
 
-const HEX64 = /^[0-9a-f]{64}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const MAX_VARINT = Number.MAX_SAFE_INTEGER;
 
@@ -67,10 +66,88 @@ function zigzag(n: number): number {
 }
 
 function utf8(s: string): void {
-  const n = Buffer.byteLength(s);
-  varint(n);
-  room(n);
+  const n = s.length;
+  // Short ASCII, the usual case, is copied by hand: cheaper than measuring and writing through the binding.
+  if (n < 128) {
+    room(n + 1);
+    let i = 0;
+    for (; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) break;
+      buf[at + 1 + i] = c;
+    }
+    if (i === n) {
+      buf[at] = n;
+      at += n + 1;
+      return;
+    }
+  }
+  const bytes = Buffer.byteLength(s);
+  varint(bytes);
+  room(bytes);
   at += buf.write(s, at);
+}
+
+const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+function digits(s: string, from: number, count: number): number {
+  let v = 0;
+  for (let i = from; i < from + count; i++) {
+    const d = s.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return -1;
+    v = v * 10 + d;
+  }
+  return v;
+}
+
+/**
+ * Epoch ms of a timestamp in exactly the form Date#toISOString writes (YYYY-MM-DDTHH:MM:SS.sssZ, a real
+ * date), or NaN: only such a string is kept as ms, so that it reads back as the very same text.
+ */
+function isoMs(s: string): number {
+  if (s.charCodeAt(4) !== 0x2d || s.charCodeAt(7) !== 0x2d || s.charCodeAt(10) !== 0x54 || s.charCodeAt(13) !== 0x3a)
+    return Number.NaN;
+  if (s.charCodeAt(16) !== 0x3a || s.charCodeAt(19) !== 0x2e || s.charCodeAt(23) !== 0x5a) return Number.NaN;
+  const y = digits(s, 0, 4);
+  const mo = digits(s, 5, 2);
+  const d = digits(s, 8, 2);
+  const h = digits(s, 11, 2);
+  const mi = digits(s, 14, 2);
+  const sec = digits(s, 17, 2);
+  const ms = digits(s, 20, 3);
+  if (y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 || ms < 0) return Number.NaN;
+  const leap = mo === 2 && y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+  if (d > DAYS[mo - 1]! + (leap ? 1 : 0)) return Number.NaN;
+  // Date.UTC reads years 0-99 as 1900-1999: the year is set afterwards.
+  const date = new Date(Date.UTC(2000, mo - 1, d, h, mi, sec, ms));
+  date.setUTCFullYear(y);
+  return date.getTime();
+}
+
+const HEX_VALUE = new Int8Array(128).fill(-1);
+for (let i = 0; i < 10; i++) HEX_VALUE[48 + i] = i;
+for (let i = 0; i < 6; i++) HEX_VALUE[97 + i] = 10 + i;
+
+/**
+ * Writes the lowercase hex digits of `s` as bytes (dashes skipped when `dashes`); false, with nothing
+ * counted as written, when a character is not one.
+ */
+function hexInto(s: string, dashes: boolean): boolean {
+  let o = at;
+  let hi = -1;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (dashes && c === 0x2d) continue;
+    const v = c < 128 ? HEX_VALUE[c]! : -1;
+    if (v < 0) return false;
+    if (hi < 0) hi = v;
+    else {
+      buf[o++] = (hi << 4) | v;
+      hi = -1;
+    }
+  }
+  at = o;
+  return true;
 }
 
 function string(s: string): void {
@@ -82,21 +159,19 @@ function string(s: string): void {
     return;
   }
   const n = s.length;
-  if (n === 64 && HEX64.test(s)) {
+  if (n === 64) {
     room(33);
     buf[at++] = T_HEX;
-    at += buf.write(s, at, 'hex');
-    return;
-  }
-  if (n === 36 && UUID.test(s)) {
+    if (hexInto(s, false)) return;
+    at--;
+  } else if (n === 36 && UUID.test(s)) {
     room(17);
     buf[at++] = T_UUID;
-    at += buf.write(s.replace(/-/g, ''), at, 'hex');
+    hexInto(s, true);
     return;
-  }
-  if (n === 24 && s.charCodeAt(23) === 0x5a /* Z */ && s.charCodeAt(10) === 0x54 /* T */) {
-    const ms = Date.parse(s);
-    if (Number.isSafeInteger(ms) && new Date(ms).toISOString() === s) {
+  } else if (n === 24) {
+    const ms = isoMs(s);
+    if (!Number.isNaN(ms)) {
       room(1);
       buf[at++] = T_TIME;
       varint(zigzag(ms));

@@ -1,0 +1,100 @@
+// POST /api/reporting/v2/request of the usual form (an application/json body of declared length) is
+// answered by the report edge without fastify; every other form by fastify's route. Both must answer alike:
+// the same request sent with its length declared (the edge) and chunked (fastify's route) gets the same
+// status and body, for valid reports, broken JSON, schema violations and the relay token. And a relay that
+// only takes reports (the Pezzo client's traffic) never loads fastify. (This file runs in a process of its
+// own, so what is loaded is what its relays loaded.)
+import { createRequire } from 'node:module';
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type TestRelay, startRelay } from '../helpers/relay.js';
+
+const loaded = (pkg: string): boolean =>
+  Object.keys(createRequire(import.meta.url).cache).some((file) => file.includes(`/node_modules/${pkg}/`));
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  json: Record<string, unknown>;
+}
+
+/** POSTs `body` as is, with its length declared or chunked (then fastify's route answers). */
+function post(url: string, body: string, opts: { chunked?: boolean; headers?: Record<string, string> } = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { 'content-type': 'application/json', ...opts.headers };
+    if (!opts.chunked) headers['content-length'] = String(Buffer.byteLength(body));
+    const req = request(`${url}/api/reporting/v2/request`, { method: 'POST', headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, json: JSON.parse(text) as Record<string, unknown> }));
+    });
+    req.on('error', reject);
+    if (opts.chunked) req.write(body.slice(0, 1));
+    req.end(opts.chunked ? body.slice(1) : body);
+  });
+}
+
+const T = '2026-11-25T10:00:00.000Z';
+const valid = { metadata: { client: 'edge-test' }, request: { timestamp: T, body: { model: 'gpt-4o-mini', messages: [] } }, response: { timestamp: T, body: { id: 'x' } } };
+
+let relay: TestRelay;
+let guarded: TestRelay;
+beforeAll(async () => {
+  relay = await startRelay({ cacheUrl: 'sqlite' });
+  guarded = await startRelay({ cacheUrl: 'memory', apiTokens: ['edge-token'] });
+});
+afterAll(async () => {
+  await relay.close();
+  await guarded.close();
+});
+
+describe('the report edge', () => {
+  it('takes reports without loading fastify, and answers 201 with the stored report', async () => {
+    const a = await post(relay.url, JSON.stringify(valid));
+    expect(a.status).toBe(201);
+    expect(a.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(a.json).toMatchObject({ ...valid, id: expect.any(String), requestBytes: expect.any(Number) });
+    expect(loaded('fastify')).toBe(false);
+  });
+
+  it.each<[string, string]>([
+    ['a valid report', JSON.stringify(valid)],
+    ['broken JSON', '{"request": {'],
+    ['JSON with a prototype key', '{"__proto__": {"x": 1}, "request": {"timestamp": "2026-11-25T10:00:00.000Z"}, "response": {"timestamp": "2026-11-25T10:00:00.000Z"}}'],
+    ['a number out of range', '{"request": {"timestamp": "2026-11-25T10:00:00.000Z"}, "response": {"timestamp": "2026-11-25T10:00:00.000Z"}, "properties": {"n": 1e400}}'],
+    ['a missing timestamp', JSON.stringify({ request: {}, response: { timestamp: T } })],
+    ['a bad timestamp', JSON.stringify({ ...valid, response: { timestamp: '2026-02-30T10:00:00Z' } })],
+    ['a wrong type', JSON.stringify({ ...valid, cacheHit: 'yes' })],
+    ['a wrong nested type', JSON.stringify({ ...valid, metadata: { client: 7 } })],
+    ['not an object', '[1, 2]'],
+  ])('answers %s as fastify’s route does', async (_what, body) => {
+    const edge = await post(relay.url, body);
+    const route = await post(relay.url, body, { chunked: true });
+    expect(edge.status).toBe(route.status);
+    expect(edge.headers['content-type']).toBe(route.headers['content-type']);
+    if (edge.status === 201) {
+      // Two reports: their own ids and receipt times, everything else alike.
+      const strip = ({ id: _i, receivedAt: _r, ...rest }: Record<string, unknown>) => rest;
+      expect(strip(edge.json)).toEqual(strip(route.json));
+    } else expect(edge.json).toEqual(route.json);
+  });
+
+  it('asks for the relay token as fastify’s route does (x-relay-token or Authorization: Bearer)', async () => {
+    const body = JSON.stringify(valid);
+    for (const headers of [{}, { 'x-relay-token': 'wrong' }, { authorization: 'Bearer wrong' }] as Record<string, string>[]) {
+      const edge = await post(guarded.url, body, { headers });
+      const route = await post(guarded.url, body, { headers, chunked: true });
+      expect(edge.status).toBe(401);
+      expect(edge.json).toEqual(route.json);
+    }
+    expect((await post(guarded.url, body, { headers: { authorization: 'Bearer edge-token' } })).status).toBe(201);
+    expect((await post(guarded.url, body, { headers: { 'x-relay-token': 'edge-token' } })).status).toBe(201);
+  });
+
+  it('counts its requests under the route’s name in /metrics', async () => {
+    const text = await (await fetch(`${relay.url}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith('llm_relay_requests_total{route="/api/reporting/v2/request",cache_status="none",status_code="201"}'));
+    expect(Number(line?.split(' ')[1])).toBeGreaterThanOrEqual(2);
+  });
+});
