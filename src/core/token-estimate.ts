@@ -4,6 +4,7 @@
 // estimated. Chat messages are counted the way OpenAI documents it (3 tokens per message, 1 per name, 3 to
 // prime the reply); tool definitions and images are not counted, so an estimate is a floor.
 import { createRequire } from 'node:module';
+import { LRUCache } from 'lru-cache';
 import type { TokenUsage } from '../storage/report-store.js';
 
 type Encoding = 'o200k_base' | 'cl100k_base';
@@ -13,6 +14,15 @@ type Counter = (text: string) => number;
 // from the provider never pays for the encoding tables (tens of MB).
 const require = createRequire(import.meta.url);
 const counters = new Map<Encoding, Counter>();
+
+/**
+ * Counts of texts seen before: a conversation sends its whole history again with every turn, and every hit
+ * of a stream reports its origin's answer again; each message is counted once, not once per turn. Bounded by
+ * the characters of the texts it holds (they are shared with the bodies that hold them while those live).
+ */
+const MEMO_CHARS = 1 << 20;
+/** Shorter texts (a role, a short reply) cost less to count than to look up. */
+const MEMO_FROM = 64;
 
 /** Text counted exactly; a longer text is counted on its start and scaled to its length. */
 const SAMPLE_CHARS = 32_768;
@@ -41,12 +51,19 @@ function counter(encoding: Encoding): Counter {
   let count = counters.get(encoding);
   if (!count) {
     const mod = require(`gpt-tokenizer/encoding/${encoding}`) as { countTokens(text: string): number };
-    count = (text) => {
-      if (text.length === 0) return 0;
+    const memo = new LRUCache<string, number>({ maxSize: MEMO_CHARS, sizeCalculation: (_n, text) => text.length });
+    const exact = (text: string): number => {
       // A client's text is arbitrary: its cost to count must stay bounded, whatever it holds.
       const sample = text.length > SAMPLE_CHARS ? text.slice(0, SAMPLE_CHARS) : text;
       const tokens = mod.countTokens(hasLongRun(sample) ? sample.replace(LONG_RUN, '$& ') : sample);
       return sample === text ? tokens : Math.round((tokens * text.length) / sample.length);
+    };
+    count = (text) => {
+      if (text.length === 0) return 0;
+      if (text.length < MEMO_FROM || text.length > MEMO_CHARS / 16) return exact(text);
+      let tokens = memo.get(text);
+      if (tokens === undefined) memo.set(text, (tokens = exact(text)));
+      return tokens;
     };
     counters.set(encoding, count);
   }
