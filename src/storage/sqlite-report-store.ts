@@ -48,7 +48,6 @@ const SCHEMA = `
     properties TEXT,
     data TEXT NOT NULL
   );
-  CREATE INDEX IF NOT EXISTS reports_request_ms_id ON reports (request_ms DESC, id DESC);
   CREATE TABLE IF NOT EXISTS bodies (
     hash BLOB PRIMARY KEY,
     last_ms INTEGER NOT NULL,
@@ -66,6 +65,16 @@ const DROPPED_INDEXES = `
   DROP INDEX IF EXISTS reports_environment;
   DROP INDEX IF EXISTS reports_model;
   DROP INDEX IF EXISTS bodies_last_ms;
+`;
+
+/**
+ * The list's order (request_ms, id), newest first. Ascending, which SQLite reads backwards as cheaply: new
+ * reports then land at the end of the index, where SQLite appends to a full page instead of splitting pages
+ * at its start (a descending one ends half empty and costs more per insert). Files of older relays keep
+ * their descending index (rebuilding it could take minutes at start).
+ */
+const LIST_INDEX = `
+  CREATE INDEX IF NOT EXISTS reports_request_ms_id_asc ON reports (request_ms, id);
 `;
 
 /** Indexes on columns an upgrade adds: created after addMissingColumns. */
@@ -172,6 +181,8 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
     // A burst's WAL is cut back after its checkpoint rather than kept at its largest.
     db.pragma('journal_size_limit = 1048576');
     db.exec(SCHEMA);
+    const listIndexed = (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'reports_request_ms_id'").get() as unknown) !== undefined;
+    if (!listIndexed) db.exec(LIST_INDEX);
     addMissingColumns(db);
     db.exec(RETENTION_INDEXES);
     db.exec(DROPPED_INDEXES);
