@@ -39,7 +39,7 @@ export function createReportSink(opts: ReportSinkOptions): ReportSink {
           continue;
         }
         // Failures are counted by the writer (dropped) and reported to the outbox's logger.
-        writer.write(report, false).catch(() => undefined);
+        writer.add(report);
       }
       return Promise.all(
         api.map(async (record): Promise<ApiOutcome> => {

@@ -39,6 +39,8 @@ export interface ReportWriter {
    * `line` is the report's JSON text when the caller has it already.
    */
   write(report: StoredReport, durable?: boolean, line?: string): Promise<void>;
+  /** A report nobody waits on (a proxied call's): queued for the store, its failure only counted. */
+  add(report: StoredReport): void;
   /** Resolves when everything queued before the call is in the store (or the outbox), or failed. */
   flush(): Promise<void>;
   /** Stops the delivery loop; what is left in the outbox is delivered at the next start. */
@@ -299,6 +301,10 @@ export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
         if (durable) urgent++;
         scheduleStore();
       });
+    },
+    add(report) {
+      queue.push({ report, journaled: false });
+      scheduleStore();
     },
     async flush() {
       ackTimer?.();
