@@ -207,6 +207,8 @@ export function packBlob(bytes: Buffer): Buffer {
         [constants.BROTLI_PARAM_QUALITY]: 5,
         [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
         [constants.BROTLI_PARAM_SIZE_HINT]: bytes.length,
+        // A window no larger than the blob: brotli sizes (and clears) its buffers by it.
+        [constants.BROTLI_PARAM_LGWIN]: Math.min(24, Math.max(10, Math.ceil(Math.log2(bytes.length + 16)))),
       },
     });
     if (packed.length + 1 < bytes.length) return Buffer.concat([FLAG_BROTLI, packed]);
