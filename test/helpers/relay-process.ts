@@ -42,3 +42,24 @@ export async function spawnRelay(env: Record<string, string>, args: string[] = [
   });
   return { url, child, output: () => out, exited };
 }
+
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * The built command (`llm-relay …`), with this stdin, to its exit. `onSpawn` sees the child (a test that
+ * must kill what is left behind keeps it).
+ */
+export function runCli(args: string[], opts: { env?: Record<string, string>; stdin?: string; onSpawn?: (child: ChildProcess) => void } = {}): Promise<CliRun> {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...opts.env } });
+  opts.onSpawn?.(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  child.stdin!.end(opts.stdin ?? '');
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}

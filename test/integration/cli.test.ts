@@ -6,20 +6,12 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { SETTINGS, flagName, helpText } from '../../src/config.js';
 import { VERSION } from '../../src/version.js';
-import { CLI } from '../helpers/relay-process.js';
+import { CLI, runCli } from '../helpers/relay-process.js';
 
 const run = promisify(execFile);
 
 /** The built command, to its exit. */
-function cli(args: string[], stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '' } });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  child.stdin.end(stdin);
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
+const cli = (args: string[], stdin = '') => runCli(args, { stdin });
 
 function entry(n: number): string {
   return JSON.stringify({

@@ -11,7 +11,7 @@ import { DataDirInUseError } from '../../src/storage/data-dir-lock.js';
 import { VERSION } from '../../src/version.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { chat } from '../helpers/proxy-call.js';
-import { CLI, type RelayProcess, spawnRelay } from '../helpers/relay-process.js';
+import { type RelayProcess, runCli, spawnRelay } from '../helpers/relay-process.js';
 import { type TestRelay, startRelay, tempDir } from '../helpers/relay.js';
 
 let up: FakeUpstream;
@@ -42,16 +42,8 @@ async function relayProcess(dir: string): Promise<RelayProcess> {
 }
 
 /** The built command, to its exit. */
-function cli(args: string[], env: Record<string, string> = {}, stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', PORT: '0', ...env } });
-  children.push(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  child.stdin.end(stdin);
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
+const cli = (args: string[], env: Record<string, string> = {}, stdin = '') =>
+  runCli(args, { env: { PORT: '0', ...env }, stdin, onSpawn: (child) => children.push(child) });
 
 function holderOf(dir: string) {
   return JSON.parse(readFileSync(join(dir, 'relay.lock.json'), 'utf8')) as { pid: number; startedAt: string };

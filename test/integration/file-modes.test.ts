@@ -1,13 +1,12 @@
 // What the relay keeps in its data dir (prompts, answers, reports) is readable by its owner only: the dir
 // is created 0700 and every file the relay or `cache import` makes there is 0600, whatever the umask.
-import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { chmod, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { chat } from '../helpers/proxy-call.js';
-import { CLI } from '../helpers/relay-process.js';
+import { runCli } from '../helpers/relay-process.js';
 import { startRelay, tempDir } from '../helpers/relay.js';
 
 let up: FakeUpstream;
@@ -27,15 +26,7 @@ async function dataDir(): Promise<string> {
   return join(d, 'data'); // not there yet: the relay makes it
 }
 
-function cli(args: string[], stdin: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '' } });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  child.stdin.end(stdin);
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
+const cli = (args: string[], stdin: string) => runCli(args, { stdin });
 
 describe('file modes', () => {
   it('the data dir is created 0700 and every file the relay makes in it is 0600; looser files it finds are tightened', async () => {
