@@ -1,7 +1,7 @@
 // A data dir belongs to one relay at a time (DESIGN §8): a second relay on it, in another process or in
 // this one, is refused naming the holder; a holder killed with SIGKILL leaves no lock behind; `cache
 // import` into a held dir is sent to the relay's HTTP route, `cache export` reads it.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
