@@ -296,8 +296,8 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
         // others as they go idle: a keep-alive connection whose last answer (a stream, say) ends during the
         // drain would otherwise stay open until its keep-alive timeout.
         const drained = server.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
-        server.closeIdleConnections();
-        const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+        server.closeIdle();
+        const sweep = setInterval(() => server.closeIdle(), IDLE_SWEEP_MS);
         await drained;
         clearInterval(sweep);
         if (site) await (await site.catch(() => undefined))?.close();

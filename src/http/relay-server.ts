@@ -4,6 +4,7 @@
 // /dashboard, fastify), which is built on the first such request — a relay used only as a proxy never
 // loads fastify, TypeBox or the OpenAPI machinery.
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import type { Socket } from 'node:net';
 import { clientErrorHandler, refuseConnect } from './client-errors.js';
 import type { ProxyEdge } from './proxy-edge.js';
 import type { ReportEdge } from './report-edge.js';
@@ -21,7 +22,7 @@ export function createRelayServer(
   edge: ProxyEdge,
   reportEdge: ReportEdge,
   site: (req: IncomingMessage, res: ServerResponse) => void,
-): Server {
+): RelayServer {
   const server = createServer({ maxHeaderSize: settings.maxHeaderBytes }, (req, res) => {
     if (edge.takes(req)) edge.handle(req, res);
     else if (reportEdge.takes(req)) reportEdge.handle(req, res);
@@ -33,5 +34,28 @@ export function createRelayServer(
   // Requests Node's parser refuses still get a JSON answer; CONNECT gets a 405 (client-errors.ts).
   server.on('clientError', clientErrorHandler(settings.maxHeaderBytes));
   server.on('connect', refuseConnect);
-  return server;
+  // Connections are counted per connection, not per request: what a drain needs to find the ones that
+  // hold no request (see closeIdle).
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  return Object.assign(server, {
+    closeIdle() {
+      server.closeIdleConnections();
+      // Node's closeIdleConnections leaves a connection that has not sent a whole request yet: a browser's
+      // preconnected socket, or one that sent half its headers. Such a connection would hold the drain open
+      // until its timeout (a minute or more). Nothing is lost by closing it: no request of it was answered.
+      for (const socket of sockets) if (!(socket as SocketWithMessage)._httpMessage) socket.destroy();
+    },
+  });
+}
+
+/** Node's own field: the response a socket is serving (set while one is in progress). */
+type SocketWithMessage = Socket & { _httpMessage?: unknown };
+
+export interface RelayServer extends Server {
+  /** Closes every connection not serving a request now: idle keep-alive ones, and those with no whole request yet. */
+  closeIdle(): void;
 }
