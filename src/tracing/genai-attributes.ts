@@ -31,6 +31,11 @@ export const HTTP_RESPONSE_STATUS_CODE = 'http.response.status_code';
 export const URL_PATH = 'url.path';
 export const ERROR_TYPE = 'error.type';
 
+// ── Resource ──
+export const SERVICE_NAME = 'service.name';
+export const SERVICE_VERSION = 'service.version';
+export const HOST_NAME = 'host.name';
+
 // ── The relay's own (namespaced, not in any convention) ──
 /** HIT, MISS, BYPASS, REFRESH, COALESCED: the x-relay-cache answer */
 export const RELAY_CACHE_STATUS = 'llm_relay.cache.status';

@@ -5,13 +5,14 @@
 // is dropped and counted. The SDK drops silently, so the counting is done around it: spans handed to the
 // processor, spans it handed to the exporter (it takes them off its queue in the same step), and the
 // exporter's outcome for each.
+import { hostname } from 'node:os';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { ProxyFacts } from '../core/exchange-record.js';
 import type { StoredReport } from '../storage/report-store.js';
 import { exchangeSpans, type SpanContextOfRelay } from './exchange-spans.js';
-import { SCHEMA_URL } from './genai-attributes.js';
+import { HOST_NAME, SCHEMA_URL, SERVICE_NAME, SERVICE_VERSION } from './genai-attributes.js';
 import type { TracingSettings } from './tracing-config.js';
 
 export interface SpanCounters {
@@ -86,7 +87,9 @@ export async function createSpanExport(settings: TracingSettings, opts: SpanExpo
 
   const relay: SpanContextOfRelay = {
     resource: defaultResource().merge(
-      resourceFromAttributes(Object.assign({}, settings.resourceAttributes, { 'service.name': settings.serviceName, 'service.version': opts.version })),
+      resourceFromAttributes(
+        Object.assign({ [HOST_NAME]: hostname() }, settings.resourceAttributes, { [SERVICE_NAME]: settings.serviceName, [SERVICE_VERSION]: opts.version }),
+      ),
     ),
     scope: { name: 'llm-relay', version: opts.version, schemaUrl: SCHEMA_URL },
     captureContent: settings.captureContent,

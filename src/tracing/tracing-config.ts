@@ -2,6 +2,7 @@
 // environment config.ts hands over (it is the one file that reads process.env). Off unless an OTLP
 // endpoint is set, and then nothing of OpenTelemetry is even loaded. Plain data: it also crosses to the
 // report worker, where the spans are built and exported.
+import { SERVICE_NAME } from './genai-attributes.js';
 
 export type OtlpProtocol = 'http/protobuf' | 'http/json';
 export type SamplerName =
@@ -128,8 +129,8 @@ export function tracingFromEnv(env: Env, problems: string[]): TracingSettings {
     problems.push(`${protocolName}: must be http/protobuf or http/json (grpc is not supported), not "${protocol}"`);
 
   const resourceAttributes = parseKeyValues(value(env, 'OTEL_RESOURCE_ATTRIBUTES'), 'OTEL_RESOURCE_ATTRIBUTES', problems);
-  const serviceName = value(env, 'OTEL_SERVICE_NAME') ?? resourceAttributes['service.name'] ?? 'llm-relay';
-  delete resourceAttributes['service.name'];
+  const serviceName = value(env, 'OTEL_SERVICE_NAME') ?? resourceAttributes[SERVICE_NAME] ?? 'llm-relay';
+  delete resourceAttributes[SERVICE_NAME];
   const headers = Object.assign(
     parseKeyValues(value(env, 'OTEL_EXPORTER_OTLP_HEADERS'), 'OTEL_EXPORTER_OTLP_HEADERS', problems),
     parseKeyValues(value(env, 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'), 'OTEL_EXPORTER_OTLP_TRACES_HEADERS', problems),
