@@ -3,8 +3,8 @@
 # time of every thread of the relay process, per request, after a warm-up) run twice on this checkout —
 # once as it is, once with OTEL_EXPORTER_OTLP_ENDPOINT pointing at a local sink (bench/otlp-sink.mjs, its
 # own process, answering 200 to every export) — and the relay's rows side by side with the ratio.
-#   npm run build && bash bench/tracing-cost.sh       (from the checkout's root; ~5 minutes)
-# Knobs: those of cpu.sh (N, WARM, C, BODY_KB), CPU_SH (where cpu.sh is), PORT_SHIFT (below), OTLP_PROTOCOL (http/protobuf),
+#   npm run build && bash bench/tracing-cost.sh       (from the checkout's root; ~5 minutes a round)
+# Knobs: those of cpu.sh (N, WARM, C, BODY_KB), ROUNDS (off/on pairs, 1), CPU_SH (where cpu.sh is), PORT_SHIFT (below),\n# OTLP_PROTOCOL (http/protobuf),
 # and any OTEL_* variable (passed to the traced relay).
 set -u
 checkout=$PWD
@@ -27,15 +27,18 @@ if [ -n "${PORT_SHIFT:-}" ]; then
   cpu_sh=$tmp/cpu.sh
 fi
 
-echo "tracing off: bash $cpu_sh" >&2
-bash "$cpu_sh" | tee "$tmp/off.jsonl" >&2
-
 OTLP_SINK_PORT=$SINK_PORT node "$checkout/bench/otlp-sink.mjs" >"$tmp/sink.log" 2>&1 &
 sink=$!
 for _ in $(seq 1 40); do grep -q port "$tmp/sink.log" 2>/dev/null && break; sleep 0.25; done
-echo "tracing on: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$SINK_PORT bash $cpu_sh" >&2
-OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$SINK_PORT OTEL_EXPORTER_OTLP_PROTOCOL=${OTLP_PROTOCOL:-http/protobuf} \
-  bash "$cpu_sh" | tee "$tmp/on.jsonl" >&2
+
+# ROUNDS pairs, off then on, so that a change in the machine's load falls on both sides alike.
+for round in $(seq 1 "${ROUNDS:-1}"); do
+  echo "round $round, tracing off: bash $cpu_sh" >&2
+  bash "$cpu_sh" | tee -a "$tmp/off.jsonl" >&2
+  echo "round $round, tracing on: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$SINK_PORT bash $cpu_sh" >&2
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$SINK_PORT OTEL_EXPORTER_OTLP_PROTOCOL=${OTLP_PROTOCOL:-http/protobuf} \
+    bash "$cpu_sh" | tee -a "$tmp/on.jsonl" >&2
+done
 kill -TERM "$sink"; wait "$sink" 2>/dev/null; sink=
 echo "sink took: $(tail -1 "$tmp/sink.log")" >&2
 
@@ -44,10 +47,12 @@ const fs = require("fs");
 const read = (f) => fs.readFileSync(f, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)).filter((r) => r.target === "relay");
 const off = read(process.argv[1]);
 const on = read(process.argv[2]);
-console.log("| mode | CPU µs/req, tracing off | CPU µs/req, tracing on | on/off | rps off | rps on |");
-console.log("|---|---:|---:|---:|---:|---:|");
-for (const a of off) {
-  const b = on.find((r) => r.mode === a.mode);
-  if (!b) continue;
-  console.log(`| ${a.mode} | ${a.cpu_us_per_req} | ${b.cpu_us_per_req} | ${(b.cpu_us_per_req / a.cpu_us_per_req).toFixed(3)} | ${a.rps} | ${b.rps} |`);
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+console.log("| mode | CPU µs/req, tracing off | CPU µs/req, tracing on | on/off (medians) |");
+console.log("|---|---:|---:|---:|");
+for (const mode of [...new Set(off.map((r) => r.mode))]) {
+  const a = off.filter((r) => r.mode === mode).map((r) => r.cpu_us_per_req);
+  const b = on.filter((r) => r.mode === mode).map((r) => r.cpu_us_per_req);
+  if (b.length === 0) continue;
+  console.log(`| ${mode} | ${a.join(", ")} | ${b.join(", ")} | ${(median(b) / median(a)).toFixed(3)} |`);
 }' "$tmp/off.jsonl" "$tmp/on.jsonl"

@@ -61,9 +61,9 @@ export interface SpanContextOfRelay {
 }
 
 /** What the span says went wrong, or undefined: the relay's error code, a broken stream, or an error status. */
-function errorTypeOf(f: ProxyFacts): string | undefined {
+function errorTypeOf(f: ProxyFacts, outcome: string): string | undefined {
   if (f.trace?.upstream?.error) return f.trace.upstream.error;
-  if (f.outcome === 'stream-error' || f.outcome === 'cache-only-miss') return f.outcome;
+  if (outcome === 'stream-error' || outcome === 'cache-only-miss') return outcome;
   return f.status >= 400 ? String(f.status) : undefined;
 }
 
@@ -75,13 +75,7 @@ export function exchangeSpans(f: ProxyFacts, report: StoredReport, relay: SpanCo
   const operation = A.operationOf(f.url);
   const requestModel = str(request?.model) ?? report.model ?? undefined;
   const name = operation ? (requestModel ? `${operation} ${requestModel}` : operation) : f.method;
-  let host = '';
-  let port = 0;
-  if (f.upstream) {
-    const u = new URL(f.upstream);
-    host = u.hostname;
-    port = u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
-  }
+  const { host, port } = serverOf(f.upstream);
 
   // What both spans say of the GenAI call: built once, copied for the child.
   const genai: Attributes = {};
@@ -90,10 +84,6 @@ export function exchangeSpans(f: ProxyFacts, report: StoredReport, relay: SpanCo
   if (provider) genai[A.GEN_AI_PROVIDER_NAME] = provider;
   if (requestModel) genai[A.GEN_AI_REQUEST_MODEL] = requestModel;
   if (request?.stream === true) genai[A.GEN_AI_REQUEST_STREAM] = true;
-  if (host) {
-    genai[A.SERVER_ADDRESS] = host;
-    genai[A.SERVER_PORT] = port;
-  }
   const responseModel = str(response?.model);
   if (responseModel) genai[A.GEN_AI_RESPONSE_MODEL] = responseModel;
   const responseId = str(response?.id);
@@ -105,7 +95,10 @@ export function exchangeSpans(f: ProxyFacts, report: StoredReport, relay: SpanCo
     genai[A.GEN_AI_USAGE_OUTPUT_TOKENS] = report.usage.outputTokens;
   }
 
-  const error = errorTypeOf(f);
+  // the report's outcome: a stream that ended cleanly but carried an error event is a stream-error there
+  const reported = obj(report.proxy)?.outcome;
+  const outcome = typeof reported === 'string' ? reported : f.outcome;
+  const error = errorTypeOf(f, outcome);
   const spans: ReadableSpan[] = [];
   const serverContext: SpanContext = { traceId: t.traceId, spanId: t.spanId, traceFlags: SAMPLED };
   const end = t.end ?? t.start;
@@ -113,10 +106,15 @@ export function exchangeSpans(f: ProxyFacts, report: StoredReport, relay: SpanCo
   const up = t.upstream;
   if (up) {
     const attributes: Attributes = Object.assign({}, genai);
+    // the GenAI server this call reached (a hit reaches none: its span has no server.*)
+    if (host) {
+      attributes[A.SERVER_ADDRESS] = host;
+      attributes[A.SERVER_PORT] = port;
+    }
     attributes[A.HTTP_REQUEST_METHOD] = f.method;
     if (up.status !== undefined) attributes[A.HTTP_RESPONSE_STATUS_CODE] = up.status;
     if (t.firstChunk !== undefined && up.status !== undefined) attributes[A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = (t.firstChunk - up.start) / 1000;
-    const upError = up.error ?? (up.status !== undefined && up.status >= 400 ? String(up.status) : f.outcome === 'stream-error' ? 'stream-error' : undefined);
+    const upError = up.error ?? (up.status !== undefined && up.status >= 400 ? String(up.status) : outcome === 'stream-error' ? 'stream-error' : undefined);
     if (upError) attributes[A.ERROR_TYPE] = upError;
     spans.push(
       new RelaySpan(
@@ -146,8 +144,9 @@ export function exchangeSpans(f: ProxyFacts, report: StoredReport, relay: SpanCo
   if (t.namespace) attributes[A.RELAY_CACHE_NAMESPACE] = t.namespace;
   attributes[A.RELAY_REPORT_ID] = f.id;
   if (f.originReportId) attributes[A.RELAY_ORIGIN_REPORT_ID] = f.originReportId;
-  attributes[A.RELAY_OUTCOME] = report.proxy && typeof (report.proxy as { outcome?: unknown }).outcome === 'string' ? ((report.proxy as { outcome: string }).outcome) : f.outcome;
-  if (typeof report.costUsd === 'number') attributes[A.RELAY_COST_USD] = report.costUsd;
+  attributes[A.RELAY_OUTCOME] = outcome;
+  // what the call cost upstream (a hit or coalesced call costs nothing: no attribute)
+  if (typeof report.costUsd === 'number' && report.costUsd > 0) attributes[A.RELAY_COST_USD] = report.costUsd;
   if (report.usage?.estimated) attributes[A.RELAY_USAGE_ESTIMATED] = true;
   if (relay.captureContent) addContent(attributes, report.request.body, report.response.body);
 
@@ -160,6 +159,19 @@ export function exchangeSpans(f: ProxyFacts, report: StoredReport, relay: SpanCo
     new RelaySpan(name, SpanKind.SERVER, serverContext, parent, t.start, end, attributes, error ? { code: SpanStatusCode.ERROR, message: error } : OK, links, relay.resource, relay.scope),
   );
   return spans;
+}
+
+/** server.address and server.port of an upstream origin (a relay has a few: parsed once each) */
+const servers = new Map<string, { host: string; port: number }>();
+function serverOf(origin: string | null): { host: string; port: number } {
+  if (!origin) return { host: '', port: 0 };
+  let s = servers.get(origin);
+  if (!s) {
+    const u = new URL(origin);
+    s = { host: u.hostname, port: u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80 };
+    if (servers.size < 1000) servers.set(origin, s);
+  }
+  return s;
 }
 
 function pathOf(url: string): string {

@@ -65,8 +65,6 @@ describe.each(['http/json', 'http/protobuf'])('spans over OTLP %s', (protocol) =
       'gen_ai.response.finish_reasons': ['stop'],
       'gen_ai.usage.input_tokens': 12,
       'gen_ai.usage.output_tokens': 7,
-      'server.address': '127.0.0.1',
-      'server.port': port,
       'http.request.method': 'POST',
       'http.response.status_code': 200,
       'url.path': '/v1/chat/completions',
@@ -86,7 +84,20 @@ describe.each(['http/json', 'http/protobuf'])('spans over OTLP %s', (protocol) =
     expect(more).toEqual([]);
     expect(client!.kind).toBe(CLIENT);
     expect(client!.name).toBe('chat gpt-4o-mini');
-    expect(client!.attributes).toMatchObject({ 'gen_ai.operation.name': 'chat', 'server.port': port, 'http.response.status_code': 200, 'gen_ai.usage.output_tokens': 7 });
+    expect(client!.attributes).toMatchObject({
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.provider.name': 'openai',
+      'gen_ai.request.model': 'gpt-4o-mini',
+      'gen_ai.response.id': 'chatcmpl-fake-1',
+      'gen_ai.usage.output_tokens': 7,
+      'server.address': '127.0.0.1',
+      'server.port': port,
+      'http.request.method': 'POST',
+      'http.response.status_code': 200,
+    });
+    // the server reached is the child's to say, the cache and report the relay span's
+    expect(server.attributes['server.address']).toBeUndefined();
+    expect(Object.keys(client!.attributes).filter((k) => k.startsWith('llm_relay.'))).toEqual([]);
     expect(client!.startNs >= server.startNs && client!.endNs <= server.endNs).toBe(true);
     // the upstream got the child span's context, not the relay's own span's
     expect(up.calls.at(-1)!.headers.traceparent).toBe(`00-${server.traceId}-${client!.spanId}-01`);
@@ -207,12 +218,27 @@ describe.each(['http/json', 'http/protobuf'])('spans over OTLP %s', (protocol) =
     expect(childrenOf(otlp.spans, failed)[0]!.attributes).toMatchObject({ 'error.type': '500', 'http.response.status_code': 500 });
 
     const unreachable = byReport(otlp.spans, deadId);
-    expect(unreachable.attributes).toMatchObject({ 'error.type': 'RELAY_ERR_UPSTREAM_UNREACHABLE', 'http.response.status_code': 502, 'server.port': 9 });
+    expect(unreachable.attributes).toMatchObject({ 'error.type': 'RELAY_ERR_UPSTREAM_UNREACHABLE', 'http.response.status_code': 502 });
     expect(unreachable.statusCode).toBe(ERROR);
     await expect.poll(() => childrenOf(otlp.spans, unreachable).length).toBe(1);
     const child = childrenOf(otlp.spans, unreachable)[0]!;
-    expect(child.attributes['error.type']).toBe('RELAY_ERR_UPSTREAM_UNREACHABLE');
+    expect(child.attributes).toMatchObject({ 'error.type': 'RELAY_ERR_UPSTREAM_UNREACHABLE', 'server.address': '127.0.0.1', 'server.port': 9 });
     expect(child.attributes['http.response.status_code']).toBeUndefined();
+
+    // a 200 stream that carries an error event did not complete: its span says so
+    up.errorEventAfter = 2;
+    let broken;
+    try {
+      broken = await chat(relay.url, 'a stream that breaks', { stream: true });
+    } finally {
+      up.reset();
+    }
+    expect(broken.status).toBe(200);
+    const brokenId = broken.headers.get('x-relay-report-id')!;
+    await expect.poll(() => otlp.spans.some((s) => s.attributes['llm_relay.report.id'] === brokenId), { timeout: 10_000 }).toBe(true);
+    const streamSpan = byReport(otlp.spans, brokenId);
+    expect(streamSpan.attributes).toMatchObject({ 'error.type': 'stream-error', 'llm_relay.outcome': 'stream-error', 'http.response.status_code': 200 });
+    expect(streamSpan.statusCode).toBe(ERROR);
   });
 
   it('a client traceparent is joined; the upstream gets the relay child span as its parent, with the tracestate', async () => {
