@@ -4,7 +4,8 @@
 # once as it is, once with OTEL_EXPORTER_OTLP_ENDPOINT pointing at a local sink (bench/otlp-sink.mjs, its
 # own process, answering 200 to every export) — and the relay's rows side by side with the ratio.
 #   npm run build && bash bench/tracing-cost.sh       (from the checkout's root; ~5 minutes a round)
-# Knobs: those of cpu.sh (N, WARM, C, BODY_KB), ROUNDS (off/on pairs, 1), CPU_SH (where cpu.sh is), PORT_SHIFT (below),\n# OTLP_PROTOCOL (http/protobuf),
+# Knobs: those of cpu.sh (N, WARM, C, BODY_KB), ROUNDS (off/on pairs, 1), CPU_SH (where cpu.sh is),
+# PORT_SHIFT (below), OTLP_PROTOCOL (http/protobuf),
 # and any OTEL_* variable (passed to the traced relay).
 set -u
 checkout=$PWD

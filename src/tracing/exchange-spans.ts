@@ -77,23 +77,13 @@ export function exchangeSpans(f: ProxyFacts, report: StoredReport, relay: SpanCo
   const name = operation ? (requestModel ? `${operation} ${requestModel}` : operation) : f.method;
   const { host, port } = serverOf(f.upstream);
 
-  // What both spans say of the GenAI call: built once, copied for the child.
-  const genai: Attributes = {};
-  if (operation) genai[A.GEN_AI_OPERATION_NAME] = operation;
+  // What both spans say of the GenAI request.
+  const requestAttributes: Attributes = {};
+  if (operation) requestAttributes[A.GEN_AI_OPERATION_NAME] = operation;
   const provider = A.providerOf(report.provider, host);
-  if (provider) genai[A.GEN_AI_PROVIDER_NAME] = provider;
-  if (requestModel) genai[A.GEN_AI_REQUEST_MODEL] = requestModel;
-  if (request?.stream === true) genai[A.GEN_AI_REQUEST_STREAM] = true;
-  const responseModel = str(response?.model);
-  if (responseModel) genai[A.GEN_AI_RESPONSE_MODEL] = responseModel;
-  const responseId = str(response?.id);
-  if (responseId) genai[A.GEN_AI_RESPONSE_ID] = responseId;
-  const reasons = finishReasonsOf(response);
-  if (reasons) genai[A.GEN_AI_RESPONSE_FINISH_REASONS] = reasons;
-  if (report.usage) {
-    genai[A.GEN_AI_USAGE_INPUT_TOKENS] = report.usage.inputTokens;
-    genai[A.GEN_AI_USAGE_OUTPUT_TOKENS] = report.usage.outputTokens;
-  }
+  if (provider) requestAttributes[A.GEN_AI_PROVIDER_NAME] = provider;
+  if (requestModel) requestAttributes[A.GEN_AI_REQUEST_MODEL] = requestModel;
+  if (request?.stream === true) requestAttributes[A.GEN_AI_REQUEST_STREAM] = true;
 
   // the report's outcome: a stream that ended cleanly but carried an error event is a stream-error there
   const reported = obj(report.proxy)?.outcome;
@@ -105,13 +95,14 @@ export function exchangeSpans(f: ProxyFacts, report: StoredReport, relay: SpanCo
 
   const up = t.upstream;
   if (up) {
-    const attributes: Attributes = Object.assign({}, genai);
-    // the GenAI server this call reached (a hit reaches none: its span has no server.*)
+    // The upstream call: the request's GenAI attributes, the server it reached, its status and first chunk.
+    // What the answer held (model, id, finish reasons, tokens) is said once, on the exchange's span: a
+    // backend that sums gen_ai.usage.* over a trace must not count a call twice.
+    const attributes: Attributes = Object.assign({}, requestAttributes);
     if (host) {
       attributes[A.SERVER_ADDRESS] = host;
       attributes[A.SERVER_PORT] = port;
     }
-    attributes[A.HTTP_REQUEST_METHOD] = f.method;
     if (up.status !== undefined) attributes[A.HTTP_RESPONSE_STATUS_CODE] = up.status;
     if (t.firstChunk !== undefined && up.status !== undefined) attributes[A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = (t.firstChunk - up.start) / 1000;
     const upError = up.error ?? (up.status !== undefined && up.status >= 400 ? String(up.status) : outcome === 'stream-error' ? 'stream-error' : undefined);
@@ -133,9 +124,23 @@ export function exchangeSpans(f: ProxyFacts, report: StoredReport, relay: SpanCo
     );
   }
 
-  const attributes: Attributes = genai;
-  attributes[A.HTTP_REQUEST_METHOD] = f.method;
-  attributes[A.URL_PATH] = pathOf(f.url);
+  // The exchange: the request's and the answer's GenAI attributes, and the relay's own.
+  const attributes: Attributes = requestAttributes;
+  const responseModel = str(response?.model);
+  if (responseModel) attributes[A.GEN_AI_RESPONSE_MODEL] = responseModel;
+  const responseId = str(response?.id);
+  if (responseId) attributes[A.GEN_AI_RESPONSE_ID] = responseId;
+  const reasons = finishReasonsOf(response);
+  if (reasons) attributes[A.GEN_AI_RESPONSE_FINISH_REASONS] = reasons;
+  if (report.usage) {
+    attributes[A.GEN_AI_USAGE_INPUT_TOKENS] = report.usage.inputTokens;
+    attributes[A.GEN_AI_USAGE_OUTPUT_TOKENS] = report.usage.outputTokens;
+  }
+  if (!operation) {
+    // not a GenAI call the relay knows: the span is named by its method, and says its path
+    attributes[A.HTTP_REQUEST_METHOD] = f.method;
+    attributes[A.URL_PATH] = pathOf(f.url);
+  }
   attributes[A.HTTP_RESPONSE_STATUS_CODE] = f.status;
   if (t.firstChunk !== undefined) attributes[A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = (t.firstChunk - t.start) / 1000;
   if (error) attributes[A.ERROR_TYPE] = error;
@@ -144,7 +149,7 @@ export function exchangeSpans(f: ProxyFacts, report: StoredReport, relay: SpanCo
   if (t.namespace) attributes[A.RELAY_CACHE_NAMESPACE] = t.namespace;
   attributes[A.RELAY_REPORT_ID] = f.id;
   if (f.originReportId) attributes[A.RELAY_ORIGIN_REPORT_ID] = f.originReportId;
-  attributes[A.RELAY_OUTCOME] = outcome;
+  if (outcome !== 'complete') attributes[A.RELAY_OUTCOME] = outcome;
   // what the call cost upstream (a hit or coalesced call costs nothing: no attribute)
   if (typeof report.costUsd === 'number' && report.costUsd > 0) attributes[A.RELAY_COST_USD] = report.costUsd;
   if (report.usage?.estimated) attributes[A.RELAY_USAGE_ESTIMATED] = true;
