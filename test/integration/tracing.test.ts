@@ -171,8 +171,10 @@ describe.each(['http/json', 'http/protobuf'])('spans over OTLP %s', (protocol) =
 
     up.eventGapMs = 30;
     try {
+      const calls = up.calls.length;
       const first = chat(relay.url, 'coalesce a stream', { stream: true });
-      await new Promise((r) => setTimeout(r, 15));
+      // the second call starts once the first one's is upstream (and streaming, 30 ms between events)
+      await expect.poll(() => up.calls.length).toBe(calls + 1);
       const [a, b] = await Promise.all([first, chat(relay.url, 'coalesce a stream', { stream: true })]);
       expect([a.cache, b.cache]).toEqual(['MISS', 'COALESCED']);
       expect(b.text).toBe(a.text);
