@@ -172,6 +172,7 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
         batchMax: config.reportBatchMax,
         outboxRetryMs: config.outboxRetryMs,
         defaults: { client: 'llm-relay', clientVersion: VERSION, environment: config.environment },
+        tracing: config.tracing,
       },
       logger,
     ),
@@ -197,6 +198,7 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
         return reports.counters.dropped;
       },
     },
+    spans: () => reports.counters.spans,
   });
 
   const nextRequestId = createRequestIds();
@@ -207,6 +209,8 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
     bodyTimeoutMs: config.upstreamBodyTimeoutMs,
   });
   const route = createRouter(config.routes, config.upstreamUrl);
+  // Tracing (OTEL_* variables): loaded only when an endpoint is set; off, not one OpenTelemetry module is.
+  const tracing = config.tracing.enabled ? (await import('./tracing/exchange-tracer.js')).createExchangeTracer(config.tracing) : undefined;
   const exchange = createExchange({
     cache,
     reports,
@@ -218,6 +222,7 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
     offline: config.offline,
     maxJsonDepth: config.maxJsonDepth,
     telemetry: metrics.telemetry,
+    ...(tracing ? { tracing } : {}),
     ...(fleetFlight ? { fleet: fleetFlight } : {}),
   });
   const tokenCheck = config.apiTokens.length > 0 ? createTokenCheck(config.apiTokens) : undefined;

@@ -18,6 +18,8 @@ export interface StartupFacts {
   cacheScope: RelayConfig['cacheScope'];
   offline: boolean;
   tokensRequired: boolean;
+  /** `off`, or where spans go (OTEL_* variables) */
+  tracing: string;
   dashboard: string;
 }
 
@@ -34,6 +36,9 @@ export function startupFacts(config: Readonly<RelayConfig>, urls: ListenUrls, ve
     cacheScope: config.cacheScope,
     offline: config.offline,
     tokensRequired: config.apiTokens.length > 0,
+    tracing: config.tracing.enabled
+      ? `OTLP ${config.tracing.protocol} to ${redact(config.tracing.url)}, sampler ${config.tracing.sampler}${config.tracing.captureContent ? ', with prompts and answers' : ''}`
+      : 'off',
     dashboard: `${urls.local}/dashboard/`,
   };
 }
@@ -47,6 +52,7 @@ export function bannerText(f: StartupFacts): string {
     ['reports', f.reportStore],
     ['offline', f.offline ? 'yes: nothing goes upstream, a miss is a 504' : 'no'],
     ['tokens', f.tokensRequired ? 'required (x-relay-token, or Authorization: Bearer on /api)' : 'not required (RELAY_API_TOKENS is empty)'],
+    ['tracing', f.tracing === 'off' ? 'off (OTEL_EXPORTER_OTLP_ENDPOINT is not set)' : f.tracing],
     ['dashboard', f.tokensRequired ? `${f.dashboard}#token=YOUR_TOKEN` : f.dashboard],
   ];
   return [`llm-relay ${f.version} listening on ${f.url}`, ...rows.map(([k, v]) => `  ${k.padEnd(10)} ${v}`)].join('\n');

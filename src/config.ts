@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { TRACING_OFF, type TracingSettings, tracingFromEnv } from './tracing/tracing-config.js';
 
 export interface RouteConfig {
   prefix: string;
@@ -52,6 +53,8 @@ export interface RelayConfig {
   /** ms of the Redis lease a relay holds while it makes a call others wait for (fleet single flight); 0 is off */
   fleetLeaseMs: number;
   pricesFile: string;
+  /** from the standard OTEL_* variables only (tracing/tracing-config.ts); off without an endpoint */
+  tracing: TracingSettings;
 }
 
 type Kind = 'int' | 'string' | 'bool' | 'onoff' | 'list' | 'url' | 'enum' | 'level' | 'duration';
@@ -130,6 +133,7 @@ export const DEFAULTS: Readonly<RelayConfig> = Object.freeze({
   storeTimeoutMs: 500,
   fleetLeaseMs: 5_000,
   pricesFile: resolve(PACKAGE_ROOT, 'config/prices.json'),
+  tracing: TRACING_OFF,
 });
 
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -212,6 +216,7 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<RelayConfig> {
   Object.assign(raw, sources.overrides ?? {});
 
   const config = validate(raw, problems);
+  config.tracing = sources.overrides?.tracing ?? tracingFromEnv(env, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
 }

@@ -9,6 +9,7 @@ import type { RecordBatch } from './core/exchange-record.js';
 import type { ReportPort, WriterCounters } from './core/report-service.js';
 import type { ApiOutcome } from './core/report-sink.js';
 import { preparePrivateFile } from './storage/private-files.js';
+import type { TracingSettings } from './tracing/tracing-config.js';
 
 /** What the worker needs to build its side: plain data (it crosses to the thread). */
 export interface ReportThreadSettings {
@@ -31,6 +32,8 @@ export interface ReportThreadSettings {
   batchMax: number;
   outboxRetryMs: number;
   defaults: { client: string; clientVersion: string; environment: string };
+  /** OTEL_* settings: with tracing on, the worker builds and exports the spans (src/tracing/span-export.ts) */
+  tracing: TracingSettings;
 }
 
 export interface ReportThreadLog {

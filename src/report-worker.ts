@@ -61,10 +61,23 @@ function lazyStore(): ReportStore & { closeIfOpen(): Promise<void> } {
   };
 }
 
+// Tracing (only when an OTLP endpoint is set; nothing of OpenTelemetry is loaded otherwise): spans are built
+// from each traced exchange's report and exported from this thread.
+const spans = settings.tracing.enabled
+  ? await (await import('./tracing/span-export.js')).createSpanExport(settings.tracing, {
+      version: settings.defaults.clientVersion,
+      onCounters: () => send({ t: 'counters', counters: counters() }),
+      onFailure: (err) =>
+        send({ t: 'log', level: 'warn', obj: { err: { type: err?.name ?? 'Error', message: err?.message ?? 'export failed' }, endpoint: settings.tracing.url }, msg: 'trace export failed: spans are counted in llm_relay_trace_spans_failed_total (logged once a minute)' }),
+    })
+  : undefined;
+let lastSpanError = 0;
+
 const store = lazyStore();
 // (a function declaration: the writer calls it from a delivery that may start as soon as it is created)
 function counters() {
-  return { pending: writer.pending, written: writer.written, dropped: writer.dropped, outboxDepth: writer.outboxDepth };
+  const c = { pending: writer.pending, written: writer.written, dropped: writer.dropped, outboxDepth: writer.outboxDepth };
+  return spans ? Object.assign(c, { spans: { ...spans.counters } }) : c;
 }
 const outbox = await openOutboxFile(settings.outboxFile);
 // SQLite acknowledges reports through the journal (report-journal.ts); PostgreSQL commits them itself, on
@@ -100,6 +113,20 @@ const sink = createReportSink({
   }),
   writer,
   onBroken: (err, id) => send({ t: 'log', level: 'error', obj: { ...logged(err), reportId: id }, msg: 'report not written' }),
+  ...(spans
+    ? {
+        onTraced: (facts, report) => {
+          try {
+            spans.submit(facts, report);
+          } catch (err) {
+            // a span that cannot be built never costs the report; once a minute in the log
+            if (Date.now() - lastSpanError < 60_000) return;
+            lastSpanError = Date.now();
+            send({ t: 'log', level: 'error', obj: { ...logged(err), reportId: facts.id }, msg: 'span not built' });
+          }
+        },
+      }
+    : {}),
 });
 
 // The SQLite report file counts by the pages its rows hold (sizeBytes): the file itself shrinks only at the
@@ -136,6 +163,7 @@ port.on('message', (msg: ToWorker) => {
     void (async () => {
       await pruner.stop();
       await sink.flush().catch(() => undefined);
+      await spans?.shutdown();
       await writer.close();
       await Promise.allSettled([store.closeIfOpen(), outbox.close()]);
       opened?.journal.close();

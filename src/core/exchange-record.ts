@@ -3,6 +3,7 @@
 // facts and the bodies' raw bytes, nothing parsed. Records travel in batches: one JSON text with every
 // record's facts, and one buffer with every body, transferred to the worker (moved, not copied or cloned).
 import type { CacheStatus, Outcome } from './proxy-report.js';
+import type { TraceFacts } from './trace-facts.js';
 
 /** One proxied exchange, as the event loop saw it: its facts, and the bodies' wire bytes beside them. */
 export interface ProxyRecord {
@@ -44,6 +45,8 @@ export interface ProxyFacts {
   requestJson: 'no' | 'checked' | 'unchecked' | 'refused';
   /** sha256 hex of the request's wire bytes, when the event loop already computed it */
   requestSha256?: string;
+  /** with tracing on: the exchange's spans, built on the report worker (src/tracing/exchange-spans.ts) */
+  trace?: TraceFacts;
 }
 
 /** A direct-API report: its raw JSON text (already validated on the event loop) and when it arrived. */

@@ -25,6 +25,7 @@ import type { Target } from './routing.js';
 import type { FleetFlight, FleetLease } from '../storage/fleet-flight.js';
 import { type Flight, createSingleFlight } from './single-flight.js';
 import { type Telemetry, noTelemetry } from './telemetry.js';
+import { type ExchangeTracing, epochMs } from './trace-facts.js';
 import { forward } from './forward.js';
 import type { Base, Exchange, ProxyRequest, ProxyResponse } from './proxy-types.js';
 
@@ -44,6 +45,8 @@ export interface ExchangeOptions {
   offline: boolean;
   maxJsonDepth: number;
   telemetry?: Telemetry;
+  /** with tracing on (OTEL_* settings): the exchange's spans (trace-facts.ts) */
+  tracing?: ExchangeTracing;
   /** single flight across the relays on one Redis (fleet-flight.ts); without it, per relay only */
   fleet?: FleetFlight;
 }
@@ -128,6 +131,8 @@ export function createExchange(opts: ExchangeOptions): Exchange {
     headers['server-timing'] = `relay;dur=${overheadMs.toFixed(3)}`;
     telemetry.exchange({ route: base.route, cacheStatus: status, status: a.status, overheadMs });
     const body = answerBytes(a);
+    // A replayed stream goes out whole, at once: its first chunk is now.
+    if (base.trace && a.sse) base.trace.firstChunk = epochMs(performance.now());
     const own: Parameters<Base['record']>[0] = { endedAt, status: a.status, cacheStatus: status, outcome: 'complete', streamed: a.sse };
     if (a.reportId !== undefined) own.originReportId = a.reportId;
     // Entries written by older versions carry the original cost; otherwise it is derived from the body.
@@ -138,6 +143,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
 
   /** A call that joins an identical streamed answer while it runs (see live-answer.ts). */
   function joinLive(live: LiveAnswer, req: ProxyRequest, base: Base): ProxyResponse | undefined {
+    if (base.trace && live.trace) base.trace.leader = live.trace;
     const body = live.join(req.signal, (outcome, bytes) => {
       const own: Parameters<Base['record']>[0] = { endedAt: Date.now(), status: live.status, cacheStatus: 'COALESCED', outcome, streamed: true };
       own.originReportId = live.reportId;
@@ -207,6 +213,8 @@ export function createExchange(opts: ExchangeOptions): Exchange {
       const key = hash ? storedKey(namespace, hash) : null;
       const requestJson: ProxyFacts['requestJson'] = !json ? 'no' : sha === undefined ? 'unchecked' : usesCache ? 'checked' : 'refused';
 
+      const trace = opts.tracing?.begin(req.headers, req.method, t0);
+      if (trace && usesCache) trace.namespace = namespace;
       const base: Base = {
         id,
         t0,
@@ -232,9 +240,14 @@ export function createExchange(opts: ExchangeOptions): Exchange {
             own,
           );
           if (sha !== undefined) facts.requestSha256 = sha;
+          if (trace) {
+            trace.end = epochMs(performance.now());
+            facts.trace = trace;
+          }
           opts.reports.recordProxy({ facts, ...(req.body ? { request: req.body } : {}), ...(response ? { response } : {}) });
         },
       };
+      if (trace) base.trace = trace;
 
       // A call that waited on a flight with nothing to share goes upstream itself (not into the fleet again).
       let waited = false;
@@ -318,6 +331,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
               }
             : leader?.publish,
         telemetry,
+        ...(opts.tracing ? { tracing: opts.tracing } : {}),
       });
     },
   };

@@ -17,6 +17,7 @@ import type { CacheStatus, Outcome } from './proxy-report.js';
 import type { Target } from './routing.js';
 import { parseSse, sseOutcome } from './sse.js';
 import type { Telemetry } from './telemetry.js';
+import { type ExchangeTracing, epochMs } from './trace-facts.js';
 
 export interface ForwardArgs {
   req: ProxyRequest;
@@ -32,6 +33,7 @@ export interface ForwardArgs {
   /** for the leader of a single flight: share a streamed answer with identical calls while it runs */
   publish?: (live: LiveAnswer) => void;
   telemetry: Telemetry;
+  tracing?: ExchangeTracing;
 }
 
 /** Provider headers worth replaying with a cached answer; everything else describes the original call. */
@@ -90,13 +92,17 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
     else signal.once('abort', clientGone);
     signal = shared;
   }
+  const headers = upstreamRequestHeaders(req.headers);
+  const trace = base.trace;
+  // The upstream call is a child span of the exchange's; its context goes upstream in traceparent.
+  if (trace && a.tracing) a.tracing.upstream(trace, headers);
   let res;
   try {
     res = await a.upstream.request({
       origin: a.target.origin,
       path: a.target.path,
       method: req.method,
-      headers: upstreamRequestHeaders(req.headers),
+      headers,
       body: req.body && req.body.length > 0 && !NO_BODY_METHODS.has(req.method) ? req.body : undefined,
       signal,
     });
@@ -104,6 +110,7 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
     a.onFailed();
     const endedAt = Date.now();
     if (req.signal.aborted) {
+      if (trace?.upstream) trace.upstream.end = epochMs(performance.now());
       // The client left before the answer: nobody to answer; the report says so.
       base.record({ endedAt, status: 499, cacheStatus: a.status, outcome: 'client-abort', streamed: false, error: (err as Error).message });
       throw err;
@@ -111,6 +118,10 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
     // An upstream that could not be reached: the client gets the relay's error in its provider's shape,
     // and the report keeps that very body.
     const facts = errorFacts(err);
+    if (trace?.upstream) {
+      trace.upstream.end = epochMs(performance.now());
+      trace.upstream.error = facts.code;
+    }
     const { response } = errorAnswer(dialectOf(req.headers, a.target.origin), facts, base.relayHeaders(a.status));
     base.record(
       { endedAt, status: facts.statusCode, cacheStatus: a.status, outcome: 'upstream-error', streamed: false, error: facts.message },
@@ -138,6 +149,7 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
       status: res.status,
       headers: replayHeaders(res.headers),
       reportId: base.id,
+      trace: trace && { traceId: trace.traceId, spanId: trace.spanId },
       copy: () => captured.bytes(),
       maxLagBytes: a.cacheMaxEntryBytes,
       enter: () => void readers++,
@@ -151,6 +163,7 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
     if (finished) return;
     finished = true;
     const endedAt = Date.now();
+    if (trace?.upstream) trace.upstream.end = epochMs(performance.now());
     const bytes = captured.bytes();
     // The upstream answer may have ended for the joiners after this call's own client left.
     const own: Outcome = clientLeft && outcome === 'complete' ? 'client-abort' : outcome;
@@ -179,6 +192,8 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
     a.onStored(cached);
   };
 
+  if (trace?.upstream) trace.upstream.status = res.status;
+  if (trace && isSse) res.body.once('data', () => (trace.firstChunk = epochMs(performance.now())));
   // Paused first, so the copy starts with the first byte only once the client's pipe is attached.
   res.body.pause();
   res.body.on(
@@ -207,9 +222,9 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
   res.body.once('error', broken);
   res.body.once('close', broken);
 
-  const headers: Record<string, string | string[]> = Object.assign(clientResponseHeaders(res.headers), base.relayHeaders(a.status));
+  const answerHeaders: Record<string, string | string[]> = Object.assign(clientResponseHeaders(res.headers), base.relayHeaders(a.status));
   const overheadMs = upstreamStart - base.t0 + (performance.now() - headersAt);
-  headers['server-timing'] = `relay;dur=${overheadMs.toFixed(3)}`;
+  answerHeaders['server-timing'] = `relay;dur=${overheadMs.toFixed(3)}`;
   a.telemetry.exchange({ route: base.route, cacheStatus: a.status, status: res.status, overheadMs, upstreamMs: headersAt - upstreamStart });
-  return { status: res.status, headers, body: res.body };
+  return { status: res.status, headers: answerHeaders, body: res.body };
 }

@@ -14,6 +14,8 @@ export interface LiveAnswer {
   readonly headers: Record<string, string>;
   /** the report of the call that is being shared */
   readonly reportId: string;
+  /** the span of the call that is being shared (with tracing on), for a joiner's link */
+  readonly trace?: { traceId: string; spanId: string } | undefined;
   /**
    * The whole answer for one more reader, or undefined when it cannot be joined (it failed, nobody reads
    * it, its copy outgrew the cache's entry limit, or this caller already left). `onEnd` is called once,
@@ -44,6 +46,7 @@ export interface LiveOptions {
   status: number;
   headers: Record<string, string>;
   reportId: string;
+  trace?: { traceId: string; spanId: string } | undefined;
   /** the answer so far; undefined once the copy outgrew its limit */
   copy(): Buffer | undefined;
   /** a joiner with more than this many bytes not yet taken by its client is cut off */
@@ -78,6 +81,7 @@ export function createLiveFeed(opts: LiveOptions): LiveFeed {
     status: opts.status,
     headers: opts.headers,
     reportId: opts.reportId,
+    trace: opts.trace,
 
     join(gone, onEnd) {
       // (a caller that left while it waited for the answer to start is not a reader either)

@@ -8,6 +8,7 @@ import type { LiveAnswer } from './live-answer.js';
 import type { ProxyFacts } from './exchange-record.js';
 import type { CacheStatus } from './proxy-report.js';
 import type { SingleFlight } from './single-flight.js';
+import type { TraceFacts } from './trace-facts.js';
 
 export interface ProxyRequest {
   method: string;
@@ -49,6 +50,8 @@ export interface Base {
   /** `default` or the named route's prefix */
   route: string;
   relayHeaders(status: CacheStatus): Record<string, string>;
+  /** with tracing on, and the exchange sampled */
+  trace?: TraceFacts;
   /** hands the exchange's one record to the report service (its report is built on the report worker) */
   record(own: OwnFacts, response?: Uint8Array): void;
 }

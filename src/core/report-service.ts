@@ -20,6 +20,8 @@ export interface WriterCounters {
   dropped: number;
   /** reports waiting in the outbox */
   outboxDepth: number;
+  /** with tracing on: spans exported, in failed exports, and dropped (queue full), by the report worker */
+  spans?: { exported: number; failed: number; dropped: number };
 }
 
 /** The report worker, as the event loop sees it (report-thread.ts; in tests it may run in process). */

@@ -7,6 +7,8 @@ import { RELAY_ERR_REPORTS_UNAVAILABLE } from '../errors.js';
 import { type RecordBatch, decodeBatch } from './exchange-record.js';
 import type { ReportPipeline } from './report-pipeline.js';
 import type { ReportWriter } from './report-writer.js';
+import type { ProxyFacts } from './exchange-record.js';
+import type { StoredReport } from '../storage/report-store.js';
 
 /** How a direct-API report of a batch ended. */
 export type ApiOutcome = { ok: true; text: string } | { ok: false; statusCode: number; code: string; message: string };
@@ -23,6 +25,8 @@ export interface ReportSinkOptions {
   writer: ReportWriter;
   /** a report that could not be built (a bug): it is counted and logged, never thrown at the batch */
   onBroken(err: unknown, id: string): void;
+  /** a traced exchange's report is built: its spans can be (src/tracing/span-export.ts); must not throw */
+  onTraced?(facts: ProxyFacts, report: StoredReport): void;
 }
 
 export function createReportSink(opts: ReportSinkOptions): ReportSink {
@@ -40,6 +44,7 @@ export function createReportSink(opts: ReportSinkOptions): ReportSink {
         }
         // Failures are counted by the writer (dropped) and reported to the outbox's logger.
         writer.add(report);
+        if (record.facts.trace) opts.onTraced?.(record.facts, report);
       }
       return Promise.all(
         api.map(async (record): Promise<ApiOutcome> => {

@@ -11,6 +11,8 @@ export interface MetricsSources {
   cacheStore: { stats(): Promise<{ entries: number; bytes: number }> };
   reports: { readonly pending: number; readonly written: number };
   outbox?: { readonly depth: number; readonly dropped: number };
+  /** trace spans (report worker): exported, in failed exports, dropped; undefined while tracing is off or idle */
+  spans?: () => { exported: number; failed: number; dropped: number } | undefined;
 }
 
 export interface MetricsOptions {
@@ -191,8 +193,36 @@ export function createMetrics(sources: MetricsSources, opts: MetricsOptions = {}
     },
   });
 
+  const spans = (): { exported: number; failed: number; dropped: number } => sources.spans?.() ?? { exported: 0, failed: 0, dropped: 0 };
+  const spansExported = mirrorCounter(`${PREFIX}trace_spans_exported_total`, 'Trace spans the OTLP endpoint took (tracing on: OTEL_EXPORTER_OTLP_ENDPOINT)', () => spans().exported);
+  const spansFailed = mirrorCounter(
+    `${PREFIX}trace_spans_failed_total`,
+    'Trace spans in exports that failed (endpoint down, refusing, or slower than OTEL_EXPORTER_OTLP_TIMEOUT); they are not retried later',
+    () => spans().failed,
+  );
+  const spansDropped = mirrorCounter(
+    `${PREFIX}trace_spans_dropped_total`,
+    'Trace spans dropped because the export queue (OTEL_BSP_MAX_QUEUE_SIZE) was full: the endpoint does not keep up or is down',
+    () => spans().dropped,
+  );
+
   const own = new Registry();
-  const all: Metric[] = [requests, overhead, upstreamLatency, cacheFailures, fleetFlights, cacheEntries, cacheBytes, reportsPending, reportsWritten, reportsDropped, outboxDepth];
+  const all: Metric[] = [
+    requests,
+    overhead,
+    upstreamLatency,
+    cacheFailures,
+    fleetFlights,
+    cacheEntries,
+    cacheBytes,
+    reportsPending,
+    reportsWritten,
+    reportsDropped,
+    outboxDepth,
+    spansExported,
+    spansFailed,
+    spansDropped,
+  ];
   for (const m of all) own.registerMetric(m);
   const registry = Registry.merge([processMetrics(), own]);
 

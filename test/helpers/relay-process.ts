@@ -24,7 +24,11 @@ export async function spawnRelay(env: Record<string, string>, args: string[] = [
     child.on('exit', (code, signal) => resolve({ code, signal })),
   );
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`relay did not start:\n${out}`)), 20_000);
+    const timer = setTimeout(() => {
+      // a relay that never said it listens is not left running behind the test
+      child.kill('SIGKILL');
+      reject(new Error(`relay did not start:\n${out}`));
+    }, 20_000);
     const onData = () => {
       // the start-up banner's first line (JSON or pretty)
       const m = /listening on http:\/\/(127\.0\.0\.1|0\.0\.0\.0):(\d+)/.exec(out);

@@ -77,6 +77,7 @@ describe('start-up banner', () => {
       cacheScope: 'shared',
       offline: true,
       tokensRequired: true,
+      tracing: 'off',
       dashboard: `${relay.url}/dashboard/`,
     });
     expect(msg).toBe(
@@ -89,6 +90,7 @@ describe('start-up banner', () => {
         `  reports    ${redactedReports}`,
         '  offline    yes: nothing goes upstream, a miss is a 504',
         '  tokens     required (x-relay-token, or Authorization: Bearer on /api)',
+        '  tracing    off (OTEL_EXPORTER_OTLP_ENDPOINT is not set)',
         `  dashboard  ${relay.url}/dashboard/#token=YOUR_TOKEN`,
       ].join('\n'),
     );
@@ -113,6 +115,7 @@ describe('start-up banner', () => {
         `  reports    ${reportsUrl.replace('s3cret-pw', '***')}`,
         '  offline    yes: nothing goes upstream, a miss is a 504',
         '  tokens     required (x-relay-token, or Authorization: Bearer on /api)',
+        '  tracing    off (OTEL_EXPORTER_OTLP_ENDPOINT is not set)',
         `  dashboard  ${relay.url}/dashboard/#token=YOUR_TOKEN\n`,
       ].join('\n'),
     );

@@ -14,10 +14,12 @@ function files(dir: string): string[] {
 }
 
 const FORBIDDEN: Record<string, RegExp[]> = {
-  core: [/from '(fastify|@fastify\/[^']+|better-sqlite3|pg|keyv|@keyv\/[^']+|undici)'/, /from '\.\.\/(http|app|server|cli)[/.]/],
+  core: [/from '(fastify|@fastify\/[^']+|better-sqlite3|pg|keyv|@keyv\/[^']+|undici|@opentelemetry\/[^']+)'/, /from '\.\.\/(http|app|server|cli|tracing)[/.]/],
   storage: [/from '(fastify|@fastify\/[^']+)'/, /from '\.\.\/(http|core|app|server|cli)[/.]/],
   upstream: [/from '(fastify|@fastify\/[^']+)'/, /from '\.\.\/(http|core|app|server|cli)[/.]/],
   http: [/from '\.\.\/(app|server|cli)[/.]/],
+  // tracing: OpenTelemetry on both sides of the report worker; core's plain data in, never the http layer
+  tracing: [/from '(fastify|@fastify\/[^']+)'/, /from '\.\.\/(http|app|server|cli)[/.]/],
 };
 
 describe('architecture', () => {
