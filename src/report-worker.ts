@@ -106,6 +106,7 @@ const sink = createReportSink({
 // next checkpoint, and the budget would otherwise take more reports than it needs to.
 const sqliteFiles = new Set(settings.reportsUrl === 'sqlite' ? [settings.sqliteFile, `${settings.sqliteFile}-wal`, `${settings.sqliteFile}-shm`] : []);
 let lastPruneError = 0;
+let pruneMore: boolean | undefined;
 const pruner = createReportPruner({
   store,
   reportRetentionMs: settings.reportRetentionMs,
@@ -117,6 +118,13 @@ const pruner = createReportPruner({
     if (Date.now() - lastPruneError < 60_000) return;
     lastPruneError = Date.now();
     send({ t: 'log', level: 'warn', obj: logged(err), msg: 'a retention step failed; it is tried again' });
+  },
+  // The event loop stops an idle worker, but not one with a retention backlog (report-thread.ts): it hears
+  // after the first step and whenever that changes.
+  onStep: (result) => {
+    if (result.more === pruneMore) return;
+    pruneMore = result.more;
+    send({ t: 'pruning', more: pruneMore, counters: counters() });
   },
 });
 pruner.start();
