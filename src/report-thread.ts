@@ -34,6 +34,8 @@ export interface ReportThreadSettings {
   outboxRetryMs: number;
   /** a worker with nothing to do stops after this long (0: it runs until the relay stops) */
   idleStopMs: number;
+  /** set by report-thread.ts for a worker started after an idle stop (its retention had no backlog) */
+  resumed?: boolean;
   defaults: { client: string; clientVersion: string; environment: string };
 }
 
@@ -96,6 +98,8 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
   let idleTimer: NodeJS.Timeout | undefined;
   let lastBusy = 0;
   let stoppedAt = -Infinity;
+  /** the last worker stopped for being idle and closed cleanly (not one that died) */
+  let resumable = false;
   let wakeTimer: NodeJS.Timeout | undefined;
   const retains = settings.reportRetentionMs > 0 || settings.bodyRetentionMs > 0 || settings.dataMaxBytes > 0;
 
@@ -138,7 +142,13 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
     const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
     const n = next++;
     const closedReply = new Promise<void>((resolve) => {
-      pending.set(n, { resolve: () => resolve(), reject: () => resolve() });
+      pending.set(n, {
+        resolve: () => {
+          resumable = true;
+          resolve();
+        },
+        reject: () => resolve(),
+      });
     });
     w.ref();
     w.postMessage({ t: 'close', n } satisfies ToWorker);
@@ -168,12 +178,14 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
       // started again soon after an idle stop: wait longer before the next one; else the usual wait
       idleMs = performance.now() - stoppedAt < RESTART_SOON_MS ? Math.min(IDLE_STOP_MAX_MS, idleMs * 2) : settings.idleStopMs;
     }
-    pruning = false;
+    pruning = true; // until its first retention step says otherwise (a pass a crash cut short may be ahead)
     lastBusy = performance.now();
     armIdle(idleMs);
     // A small young generation: the worker's garbage is short-lived per batch, and its default (as large as
     // the main thread's) would hold tens of MB of RSS for nothing after a burst.
-    const w = new Worker(WORKER_URL, { workerData: settings, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
+    const workerData: ReportThreadSettings = resumable ? { ...settings, resumed: true } : settings;
+    resumable = false;
+    const w = new Worker(WORKER_URL, { workerData, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
     w.on('message', (msg: FromWorker) => {
       if (msg.t === 'log') {
         log[msg.level](msg.obj, msg.msg);

@@ -28,7 +28,8 @@ function logged(err: unknown): Record<string, unknown> {
 async function openStore(): Promise<ReportStore> {
   if (settings.reportsUrl === 'sqlite') {
     const { createSqliteReportStore } = await import('./storage/sqlite-report-store.js');
-    return createSqliteReportStore({ file: settings.sqliteFile });
+    // (a worker started again after an idle stop: the last one's retention had nothing left to do)
+    return createSqliteReportStore({ file: settings.sqliteFile, sweepOnOpen: settings.resumed !== true });
   }
   const { createPostgresReportStore } = await import('./storage/postgres-report-store.js');
   return createPostgresReportStore({ connectionString: settings.reportsUrl });

@@ -124,6 +124,31 @@ describe('report worker idle stop', () => {
     expect(statSync(settings.journalFile).size).toBe(0);
   });
 
+  it('a store opened after an idle stop starts no sweep pass; one opened otherwise walks its blobs', async () => {
+    const dataDir = await tempDir('llm-relay-idle-');
+    dirs.push(dataDir);
+    const file = join(dataDir, 'reports.sqlite');
+    const first = createSqliteReportStore({ file });
+    const at = new Date().toISOString();
+    await first.insertMany(
+      Array.from({ length: 40 }, (_, i) => ({
+        id: `b${i}`,
+        receivedAt: at,
+        request: { timestamp: at, body: { messages: [{ role: 'user', content: `a message of its own, long enough for a blob: ${i}` }] } },
+        response: { timestamp: at, body: { id: `c${i}` }, status: 200 },
+      })) as never,
+    );
+    await first.close();
+    const step = { now: Date.now(), reportsBefore: 0, bodiesBefore: 0, trimOldest: 0, rows: 1 };
+    // one row per kind of change: the pass walks 8 blobs a step
+    const opened = createSqliteReportStore({ file });
+    expect((await opened.prune!(step)).more).toBe(true);
+    await opened.close();
+    const resumed = createSqliteReportStore({ file, sweepOnOpen: false });
+    expect(await resumed.prune!(step)).toEqual({ reports: 0, expired: 0, bodies: 0, more: false });
+    await resumed.close();
+  });
+
   it('keeps the worker with idle stop off', async () => {
     const { thread, service, store } = await setUp(0);
     service.recordProxy(proxyRecord('only'));
