@@ -39,6 +39,7 @@ export interface RelayConfig {
   /** ms a report nobody waits on (a proxied call's) may wait to be written with others */
   reportWriteDelayMs: number;
   reportBatchMax: number;
+  reportWorkerIdleMs: number;
   /** ms a report is kept (by receivedAt); 0 keeps reports forever */
   reportRetentionMs: number;
   /** ms a report keeps its bodies; 0 keeps them as long as the report */
@@ -123,6 +124,7 @@ export const DEFAULTS: Readonly<RelayConfig> = Object.freeze({
   reportFlushMs: 0,
   reportWriteDelayMs: 50,
   reportBatchMax: 500,
+  reportWorkerIdleMs: 2_000,
   reportRetentionMs: 90 * DAY_MS,
   bodyRetentionMs: 30 * DAY_MS,
   dataMaxBytes: 0,
@@ -164,6 +166,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'reportFlushMs', env: 'RELAY_REPORT_FLUSH_MS', kind: 'int', min: 0, max: 10_000, description: 'group commit window of direct-API reports: those arriving within it are made durable together (0: those that arrived while the last group was synced)' },
   { key: 'reportWriteDelayMs', env: 'RELAY_REPORT_WRITE_DELAY_MS', kind: 'int', min: 0, max: 10_000, description: 'how long a report may wait to be written into the report store with others (reads of reports write what waits first)' },
   { key: 'reportBatchMax', env: 'RELAY_REPORT_BATCH_MAX', kind: 'int', min: 1, max: 10_000, description: 'most reports written in one transaction' },
+  { key: 'reportWorkerIdleMs', env: 'RELAY_REPORT_WORKER_IDLE_MS', kind: 'int', min: 0, max: 3_600_000, description: 'the report worker thread stops after this long with nothing to do, giving its memory back, and starts again with the next report (0: it runs until the relay stops)' },
   { key: 'reportRetentionMs', env: 'RELAY_REPORT_RETENTION', kind: 'duration', description: 'how long a report is kept, counted from when the relay received it (off: forever); older ones are pruned in small steps' },
   { key: 'bodyRetentionMs', env: 'RELAY_BODY_RETENTION', kind: 'duration', description: 'how long a report keeps its request and response bodies (off: as long as the report); after it the report keeps its metadata, sizes and sha256 and says bodiesExpired: true' },
   { key: 'dataMaxBytes', env: 'RELAY_DATA_MAX_BYTES', kind: 'int', min: 0, description: 'size budget in bytes of the data dir (with PostgreSQL reports, plus their rows); the oldest reports are pruned while it is exceeded (0: no budget)' },

@@ -28,7 +28,8 @@ function logged(err: unknown): Record<string, unknown> {
 async function openStore(): Promise<ReportStore> {
   if (settings.reportsUrl === 'sqlite') {
     const { createSqliteReportStore } = await import('./storage/sqlite-report-store.js');
-    return createSqliteReportStore({ file: settings.sqliteFile });
+    // (a worker started again after an idle stop: the last one's retention had nothing left to do)
+    return createSqliteReportStore({ file: settings.sqliteFile, sweepOnOpen: settings.resumed !== true });
   }
   const { createPostgresReportStore } = await import('./storage/postgres-report-store.js');
   return createPostgresReportStore({ connectionString: settings.reportsUrl });
@@ -133,6 +134,7 @@ const sink = createReportSink({
 // next checkpoint, and the budget would otherwise take more reports than it needs to.
 const sqliteFiles = new Set(settings.reportsUrl === 'sqlite' ? [settings.sqliteFile, `${settings.sqliteFile}-wal`, `${settings.sqliteFile}-shm`] : []);
 let lastPruneError = 0;
+let pruneMore: boolean | undefined;
 const pruner = createReportPruner({
   store,
   reportRetentionMs: settings.reportRetentionMs,
@@ -144,6 +146,13 @@ const pruner = createReportPruner({
     if (Date.now() - lastPruneError < 60_000) return;
     lastPruneError = Date.now();
     send({ t: 'log', level: 'warn', obj: logged(err), msg: 'a retention step failed; it is tried again' });
+  },
+  // The event loop stops an idle worker, but not one with a retention backlog (report-thread.ts): it hears
+  // after the first step and whenever that changes.
+  onStep: (result) => {
+    if (result.more === pruneMore) return;
+    pruneMore = result.more;
+    send({ t: 'pruning', more: pruneMore, counters: counters() });
   },
 });
 pruner.start();

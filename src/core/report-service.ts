@@ -47,6 +47,12 @@ export interface ReportServiceOptions {
  * slices of this size, so neither thread ever holds the whole burst twice.
  */
 const BATCH_BYTES = 1024 * 1024;
+/**
+ * Most body bytes of proxied calls' records handed over and not yet taken by the worker: the rest of a
+ * burst waits here, as the records it already is, rather than as copies queued up for the worker thread
+ * (where each batch would also be parsed while the ones before it are written).
+ */
+const IN_FLIGHT_BYTES = 2 * 1024 * 1024;
 
 export interface ReportService {
   /** Hands a proxied exchange's record over; its report is written a moment later. */
@@ -76,6 +82,8 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
   let api: WaitingApi[] = [];
   let immediate: NodeJS.Immediate | undefined;
   let inFlight = 0;
+  /** body bytes of the batches the worker has not answered yet */
+  let inFlightBytes = 0;
   let closed = false;
   /** records went to the worker since the last flush: a read writes them first (the worker may hold them back a moment) */
   let unsettled = true;
@@ -84,29 +92,59 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
   async function settled<T>(read: () => Promise<T>): Promise<T> {
     if (unsettled || proxy.length > 0 || api.length > 0) {
       unsettled = false;
-      send();
+      send(true);
       await port.flush();
     }
     return unavailableAs503(read());
   }
 
-  function send(): void {
+  /**
+   * Hands what waits over, in batches of at most BATCH_BYTES of bodies (and batchMax records). Proxied
+   * calls' records wait while IN_FLIGHT_BYTES are with the worker (they go as it answers); direct-API
+   * reports, whose clients wait, go at once, and `all` (a flush, a read) sends everything.
+   */
+  function send(all = false): void {
     quiet.cancel();
     if (immediate) {
       clearImmediate(immediate);
       immediate = undefined;
     }
-    if (proxy.length === 0 && api.length === 0) return;
-    const records = proxy;
-    const waiting = api;
-    proxy = [];
-    proxyBytes = 0;
-    api = [];
+    while (proxy.length > 0 || api.length > 0) {
+      if (!all && api.length === 0 && inFlightBytes >= IN_FLIGHT_BYTES) return;
+      let records = proxy;
+      if (proxyBytes > BATCH_BYTES || proxy.length > opts.batchMax) {
+        // a backlog (records that waited for room): one batch's worth of it
+        let n = 0;
+        let bytes = 0;
+        while (n < proxy.length && n < opts.batchMax && (n === 0 || bytes < BATCH_BYTES)) bytes += bodyBytes(proxy[n++]!);
+        records = proxy.slice(0, n);
+        proxy = proxy.slice(n);
+        proxyBytes -= bytes;
+      } else {
+        proxy = [];
+        proxyBytes = 0;
+      }
+      const waiting = api;
+      api = [];
+      hand(records, waiting);
+    }
+  }
+
+  function hand(records: ProxyRecord[], waiting: WaitingApi[]): void {
+    const batch = encodeBatch(records, waiting.map((w) => w.record));
+    const bytes = batch.bytes.byteLength;
     inFlight += records.length + waiting.length;
+    inFlightBytes += bytes;
     unsettled = true;
-    port.send(encodeBatch(records, waiting.map((w) => w.record))).then(
+    const settle = (): void => {
+      inFlight -= records.length + waiting.length;
+      inFlightBytes -= bytes;
+      // what waited for room goes now
+      if (proxy.length > 0 && inFlightBytes < IN_FLIGHT_BYTES) send();
+    };
+    port.send(batch).then(
       (outcomes) => {
-        inFlight -= records.length + waiting.length;
+        settle();
         waiting.forEach((w, i) => {
           const outcome = outcomes[i];
           if (outcome?.ok) w.resolve(outcome.text);
@@ -115,7 +153,7 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
         });
       },
       (err: unknown) => {
-        inFlight -= records.length + waiting.length;
+        settle();
         const e = new RELAY_ERR_REPORTS_UNAVAILABLE(err instanceof Error ? err.message : String(err), { cause: err });
         for (const w of waiting) w.reject(e);
       },
@@ -127,7 +165,7 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
     recordProxy(record) {
       if (closed) return;
       proxy.push(record);
-      proxyBytes += (record.request?.length ?? 0) + (record.response?.length ?? 0);
+      proxyBytes += bodyBytes(record);
       if (proxy.length >= opts.batchMax || proxyBytes >= BATCH_BYTES) send();
       else if (!immediate) quiet.poke();
     },
@@ -147,7 +185,7 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
     list: (query) => settled(() => opts.store.list(query)),
     stats: (filter, groupBy) => settled(() => opts.store.stats(filter, groupBy)),
     async flush() {
-      send();
+      send(true);
       await port.flush();
     },
     async close() {
@@ -160,6 +198,10 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
       return { ...c, pending: c.pending + inFlight + proxy.length + api.length };
     },
   };
+}
+
+function bodyBytes(record: ProxyRecord): number {
+  return (record.request?.length ?? 0) + (record.response?.length ?? 0);
 }
 
 async function unavailableAs503<T>(op: Promise<T>): Promise<T> {

@@ -1,18 +1,16 @@
 // Token counts for an OpenAI answer that carries none: a streamed chat completion (or legacy completion)
 // whose client did not ask for `stream_options.include_usage`. The relay never changes the client's request,
-// so it counts the tokens itself with gpt-tokenizer (OpenAI's BPE encodings) and the report says they are
-// estimated. Chat messages are counted the way OpenAI documents it (3 tokens per message, 1 per name, 3 to
+// so it counts the tokens itself (bpe-count.ts: OpenAI's BPE encodings from gpt-tokenizer's rank files, with
+// gpt-tokenizer's counts) and the report says they are estimated. Chat messages are counted the way OpenAI documents it (3 tokens per message, 1 per name, 3 to
 // prime the reply); tool definitions and images are not counted, so an estimate is a floor.
-import { createRequire } from 'node:module';
 import { LRUCache } from 'lru-cache';
 import type { TokenUsage } from '../storage/report-store.js';
+import { type Encoding, createBpeCounter } from './bpe-count.js';
 
-type Encoding = 'o200k_base' | 'cl100k_base';
 type Counter = (text: string) => number;
 
-// Loaded on first use, synchronously (reports are derived synchronously): a relay whose clients get usage
-// from the provider never pays for the encoding tables (tens of MB).
-const require = createRequire(import.meta.url);
+// Built on first use, synchronously (reports are derived synchronously): a relay whose clients get usage
+// from the provider never pays for the encoding tables (~5 MB each).
 const counters = new Map<Encoding, Counter>();
 
 /**
@@ -50,12 +48,12 @@ function hasLongRun(text: string): boolean {
 function counter(encoding: Encoding): Counter {
   let count = counters.get(encoding);
   if (!count) {
-    const mod = require(`gpt-tokenizer/encoding/${encoding}`) as { countTokens(text: string): number };
+    const mod = createBpeCounter(encoding);
     const memo = new LRUCache<string, number>({ maxSize: MEMO_CHARS, sizeCalculation: (_n, text) => text.length });
     const exact = (text: string): number => {
       // A client's text is arbitrary: its cost to count must stay bounded, whatever it holds.
       const sample = text.length > SAMPLE_CHARS ? text.slice(0, SAMPLE_CHARS) : text;
-      const tokens = mod.countTokens(hasLongRun(sample) ? sample.replace(LONG_RUN, '$& ') : sample);
+      const tokens = mod.count(hasLongRun(sample) ? sample.replace(LONG_RUN, '$& ') : sample);
       return sample === text ? tokens : Math.round((tokens * text.length) / sample.length);
     };
     count = (text) => {

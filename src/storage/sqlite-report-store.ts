@@ -20,6 +20,12 @@ export interface SqliteReportStoreOptions {
   file: string;
   /** the clock of body writes (tests move it) */
   now?: () => number;
+  /**
+   * Whether the first retention step starts a sweep pass (default true: a pass a crash cut short). False
+   * when the last store on this file in this process closed after its pass was over (the report worker
+   * started again after an idle stop): then no blob can have become unused meanwhile.
+   */
+  sweepOnOpen?: boolean;
 }
 
 /** How long a write waits for another connection's lock (another relay process on the same file). */
@@ -271,7 +277,7 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
   // lost their bodies (blobs can only become unused then), and once after the store opens (a pass a crash
   // cut short). Reports that lose their bodies during a pass call for another one after it. Between passes
   // it costs nothing.
-  let sweepFrom: number | undefined = 0;
+  let sweepFrom: number | undefined = opts.sweepOnOpen === false ? undefined : 0;
   let sweepAgain = false;
   const pruneStep = db.transaction((at: number, reportsBefore: number, bodiesBefore: number, trimOldest: number, rows: number) => {
     const result: PruneResult = { reports: 0, expired: 0, bodies: 0, more: false };

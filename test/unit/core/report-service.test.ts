@@ -124,6 +124,72 @@ describe('report service: proxied calls', () => {
   });
 });
 
+describe('report service: a burst bounded in flight', () => {
+  /** A port that answers only when told: what it holds is what is in flight. */
+  function heldPort() {
+    const held: { bytes: number; ids: string[]; api: ApiRecord[]; release(): void }[] = [];
+    const port: ReportPort = {
+      send(batch: RecordBatch) {
+        const decoded = decodeBatch(batch);
+        return new Promise((resolve) => {
+          held.push({
+            bytes: batch.bytes.byteLength,
+            ids: decoded.proxy.map((r) => r.facts.id),
+            api: decoded.api,
+            release: () => resolve(decoded.api.map((r) => ({ ok: true as const, text: Buffer.from(r.body).toString() }))),
+          });
+        });
+      },
+      async flush() {},
+      async close() {},
+      counters: { pending: 0, written: 0, dropped: 0, outboxDepth: 0 },
+    };
+    return { port, held };
+  }
+  const big = (i: number): ProxyRecord => ({ ...proxyRecord(i), response: Buffer.alloc(100 * 1024, 'x') });
+
+  it('keeps at most 2 MB of bodies with the worker; the rest goes, in order and in 1 MB batches, as it answers', async () => {
+    const { port, held } = heldPort();
+    const reports = createReportService({ port, store: {} as ReportStore, batchMax: 500 });
+    for (let i = 0; i < 60; i++) reports.recordProxy(big(i)); // ~6 MB of answers ending together
+    const inFlight = () => held.reduce((n, b) => n + b.bytes, 0);
+    expect(inFlight()).toBeLessThanOrEqual(2 * 1024 * 1024 + 1024 * 1024);
+    const sent = held.length;
+    expect(reports.counters.pending).toBe(60);
+    const ids: string[] = [];
+    let released = 0;
+    while (released < held.length) {
+      ids.push(...held[released]!.ids);
+      held[released++]!.release();
+      await new Promise((r) => setImmediate(r));
+      const open = held.slice(released).reduce((n, b) => n + b.bytes, 0);
+      expect(open).toBeLessThanOrEqual(2 * 1024 * 1024 + 1024 * 1024);
+    }
+    expect(held.length).toBeGreaterThan(sent);
+    for (const b of held) expect(b.bytes).toBeLessThanOrEqual(1024 * 1024 + 100 * 1024 + 64);
+    expect(ids).toEqual(Array.from({ length: 60 }, (_, i) => `r-${i}`));
+    expect(reports.counters.pending).toBe(0);
+  });
+
+  it('a direct-API report goes at once even then, and a flush sends everything', async () => {
+    const { port, held } = heldPort();
+    const reports = createReportService({ port, store: {} as ReportStore, batchMax: 500 });
+    for (let i = 0; i < 60; i++) reports.recordProxy(big(i));
+    const before = held.length;
+    const answered = reports.recordApi(apiRecord(1));
+    await new Promise((r) => setImmediate(r));
+    expect(held.length).toBeGreaterThan(before);
+    expect(held.at(-1)!.api.map((r) => r.id)).toEqual(['a-1']);
+    const flushed = reports.flush();
+    await new Promise((r) => setImmediate(r));
+    const ids = held.flatMap((b) => b.ids);
+    expect(ids).toEqual(Array.from({ length: 60 }, (_, i) => `r-${i}`));
+    for (const b of held) b.release();
+    await flushed;
+    expect(await answered).toBe(JSON.stringify({ n: 1 }));
+  });
+});
+
 describe('report service: direct-API reports', () => {
   it('go at the end of the turn, with the proxied records waiting, and resolve with the worker answer', async () => {
     const { p, reports } = service();

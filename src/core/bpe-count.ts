@@ -1,0 +1,201 @@
+// Token counts of OpenAI's BPE encodings (o200k_base, cl100k_base) without gpt-tokenizer's encoder objects.
+// gpt-tokenizer keeps an encoding's 200,000 ranks as a module of strings, a Map of them, a sorted array of
+// byte arrays and a merge cache of up to 100,000 entries: ~25 MB of the report worker's heap (measured),
+// for a count. Here the same ranks (gpt-tokenizer's own copy of the rank file) live in typed arrays: every
+// token's bytes end to end, where each starts and its length, and an open-addressing hash table from bytes
+// to rank, about 5 MB for o200k. The pre-split (the encoding's regex, gpt-tokenizer's own), the whole-piece lookup
+// and the merge (the lowest rank first, the leftmost of equals) are gpt-tokenizer's countTokens step by
+// step, so the counts are the same (a property test compares them on random texts); a text holding one of
+// the encoding's special tokens throws, as countTokens does.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+export type Encoding = 'o200k_base' | 'cl100k_base';
+
+const require = createRequire(import.meta.url);
+
+interface Ranks {
+  /** every token's bytes, end to end, in the order of the rank file */
+  bytes: Uint8Array;
+  /** where token r starts in `bytes`, and how long it is */
+  starts: Uint32Array;
+  lengths: Uint16Array;
+  /** rank + 1 of the token whose bytes hash to a slot (0: empty), probed linearly */
+  table: Int32Array;
+  mask: number;
+}
+
+const NONE = 0x7fffffff;
+
+function hashOf(bytes: Uint8Array, from: number, to: number): number {
+  let h = 0x811c9dc5;
+  for (let i = from; i < to; i++) h = Math.imul(h ^ bytes[i]!, 0x01000193);
+  return h >>> 0;
+}
+
+const BASE64 = new Int8Array(256).fill(-1);
+for (let i = 0; i < 64; i++) BASE64['ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'.charCodeAt(i)] = i;
+const SPACE = 0x20;
+const NEWLINE = 0x0a;
+
+/**
+ * The ranks of a tiktoken file (`<token bytes in base64> <rank>` a line), read from its bytes straight
+ * into the tables: no string or array per token is ever made.
+ */
+export function readTiktoken(file: Uint8Array): Ranks {
+  let lines = 0;
+  let maxRank = -1;
+  let total = 0;
+  for (let at = 0; at < file.length; ) {
+    let end = file.indexOf(NEWLINE, at);
+    if (end < 0) end = file.length;
+    const space = file.indexOf(SPACE, at);
+    if (space > at && space < end) {
+      let rank = 0;
+      for (let i = space + 1; i < end; i++) rank = rank * 10 + (file[i]! - 48);
+      if (rank > maxRank) maxRank = rank;
+      total += ((space - at) * 3) >> 2;
+      lines++;
+    }
+    at = end + 1;
+  }
+  const n = maxRank + 1;
+  const bytes = new Uint8Array(total);
+  const starts = new Uint32Array(n);
+  const lengths = new Uint16Array(n);
+  let size = 1;
+  while (size < lines * 2) size <<= 1;
+  const table = new Int32Array(size);
+  const mask = size - 1;
+  let put = 0;
+  for (let at = 0; at < file.length; ) {
+    let end = file.indexOf(NEWLINE, at);
+    if (end < 0) end = file.length;
+    const space = file.indexOf(SPACE, at);
+    if (space > at && space < end) {
+      let rank = 0;
+      for (let i = space + 1; i < end; i++) rank = rank * 10 + (file[i]! - 48);
+      const from = put;
+      let bits = 0;
+      let acc = 0;
+      for (let i = at; i < space; i++) {
+        const v = BASE64[file[i]!]!;
+        if (v < 0) continue; // '=' padding
+        acc = (acc << 6) | v;
+        bits += 6;
+        if (bits >= 8) {
+          bits -= 8;
+          bytes[put++] = (acc >> bits) & 0xff;
+        }
+      }
+      starts[rank] = from;
+      lengths[rank] = put - from;
+      let slot = hashOf(bytes, from, put) & mask;
+      while (table[slot] !== 0) slot = (slot + 1) & mask;
+      table[slot] = rank + 1;
+    }
+    at = end + 1;
+  }
+  return { bytes, starts, lengths, table, mask };
+}
+
+/** The rank of bytes[from..to), or NONE. */
+function rankOf(ranks: Ranks, piece: Uint8Array, from: number, to: number): number {
+  const { bytes, starts, lengths, table, mask } = ranks;
+  const len = to - from;
+  let slot = hashOf(piece, from, to) & mask;
+  for (;;) {
+    const entry = table[slot]!;
+    if (entry === 0) return NONE;
+    const r = entry - 1;
+    const s = starts[r]!;
+    if (lengths[r] === len) {
+      let i = 0;
+      while (i < len && bytes[s + i] === piece[from + i]) i++;
+      if (i === len) return r;
+    }
+    slot = (slot + 1) & mask;
+  }
+}
+
+export interface BpeCounter {
+  count(text: string): number;
+}
+
+/** Where gpt-tokenizer keeps each encoding's split regex and its special tokens. */
+const PARAMS: Record<Encoding, { regex: string; params: string }> = {
+  o200k_base: { regex: 'O200K_TOKEN_SPLIT_REGEX', params: 'O200KBase' },
+  cl100k_base: { regex: 'CL100K_TOKEN_SPLIT_REGEX', params: 'Cl100KBase' },
+};
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** Builds the counter of an encoding (synchronously: reports are derived synchronously). */
+export function createBpeCounter(encoding: Encoding): BpeCounter {
+  // gpt-tokenizer's copy of OpenAI's rank file (the same ranks as its JS tables, which would be a module of
+  // 200,000 strings on the heap for good)
+  const ranks = readTiktoken(readFileSync(require.resolve(`gpt-tokenizer/data/${encoding}.tiktoken`)));
+  const constants = require('gpt-tokenizer/cjs/encodingParams/constants') as Record<string, RegExp>;
+  const split = new RegExp(constants[PARAMS[encoding].regex]!.source, 'gu');
+  const params = require(`gpt-tokenizer/cjs/encodingParams/${encoding}`) as Record<string, (r: unknown) => { specialTokensEncoder: Map<string, number> }>;
+  const specials = [...params[PARAMS[encoding].params]!([]).specialTokensEncoder.keys()];
+  const special = new RegExp(`(${specials.map(escapeRegExp).join('|')})`);
+
+  const encoder = new TextEncoder();
+  let piece = new Uint8Array(1024);
+  let parts = new Int32Array(1025);
+  let pairRanks = new Int32Array(1025);
+
+  /** Tokens of one piece of the pre-split, its UTF-8 in piece[0..n). */
+  function merge(n: number): number {
+    if (parts.length < n + 1) {
+      parts = new Int32Array(n + 1);
+      pairRanks = new Int32Array(n + 1);
+    }
+    // parts[i]: where part i starts; pairRanks[i]: the rank of parts i and i + 1 together
+    let count = n + 1;
+    for (let i = 0; i <= n; i++) {
+      parts[i] = i;
+      pairRanks[i] = i < n - 1 ? rankOf(ranks, piece, i, i + 2) : NONE;
+    }
+    const pairRank = (i: number): number => (i + 2 < count ? rankOf(ranks, piece, parts[i]!, parts[i + 2]!) : NONE);
+    while (count > 1) {
+      let lowest = NONE;
+      let at = -1;
+      for (let i = 0; i < count - 1; i++) {
+        if (pairRanks[i]! < lowest) {
+          lowest = pairRanks[i]!;
+          at = i;
+        }
+      }
+      if (lowest === NONE) break;
+      parts.copyWithin(at + 1, at + 2, count);
+      pairRanks.copyWithin(at, at + 1, count);
+      count--;
+      pairRanks[at] = pairRank(at);
+      if (at > 0) pairRanks[at - 1] = pairRank(at - 1);
+    }
+    return count - 1;
+  }
+
+  return {
+    count(text) {
+      const found = special.exec(text);
+      if (found !== null) throw new Error(`Disallowed special token found: ${found[0]}`);
+      let tokens = 0;
+      split.lastIndex = 0;
+      for (let m = split.exec(text); m !== null; m = split.exec(text)) {
+        const s = m[0];
+        // a UTF-8 character is at most 3 bytes per UTF-16 unit
+        if (piece.length < s.length * 3) piece = new Uint8Array(s.length * 3);
+        const n = encoder.encodeInto(s, piece).written;
+        // (gpt-tokenizer looks a whole piece up by its text: one with a lone surrogate, which UTF-8 turns
+        // into U+FFFD, is never found that way, only merged)
+        tokens += rankOf(ranks, piece, 0, n) !== NONE && s.isWellFormed() ? 1 : merge(n);
+      }
+      return tokens;
+    },
+  };
+}

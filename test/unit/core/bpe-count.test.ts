@@ -1,0 +1,80 @@
+// The relay's own BPE counter gives gpt-tokenizer's countTokens to the token, on both encodings: random
+// texts of every kind (ASCII, words, unicode with lone surrogates and combining marks, numbers, whitespace
+// runs, contractions), fixed samples, and a special token throws as it does there.
+import { createRequire } from 'node:module';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { type Encoding, createBpeCounter } from '../../../src/core/bpe-count.js';
+
+const require = createRequire(import.meta.url);
+const ENCODINGS: Encoding[] = ['o200k_base', 'cl100k_base'];
+
+const pieces = fc.constantFrom(
+  'the', ' the', 'The', ' quick', 'brown', ' fox', "'s", "'LL", "'re", ' naïve', ' café', '日本語', 'Привет', ' مرحبا',
+  '😀', '🇩🇪', '👩‍👩‍👧', '\u0301', '\u200b', '\u00a0', 'İ', 'ǅ', 'ß', '٣', '12', '345', '6789', '3.14', ' ', '  ', '\n',
+  '\r\n', '\n\n\n', '\t', '...', '!?', '/', '//', '->', '{"a":1}', '<|', '|>', '<|im', 'http://x.io/a?b=c',
+  '\uD800', '\uDC00', '\uD83D', 'x'.repeat(40), 'ab'.repeat(30),
+);
+const texts = fc.oneof(
+  fc.string({ maxLength: 60 }),
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.string({ unit: 'grapheme', maxLength: 40 }),
+  fc.array(pieces, { maxLength: 30 }).map((p) => p.join('')),
+  fc.array(fc.oneof(pieces, fc.string({ unit: 'grapheme-composite', maxLength: 5 })), { maxLength: 20 }).map((p) => p.join('')),
+  fc.lorem({ maxCount: 40, mode: 'sentences' }),
+);
+
+function libraryCount(encoding: Encoding, text: string): number | 'throws' {
+  const lib = require(`gpt-tokenizer/encoding/${encoding}`) as { countTokens(t: string): number };
+  try {
+    return lib.countTokens(text);
+  } catch {
+    return 'throws';
+  }
+}
+
+describe.each(ENCODINGS)('BPE counter (%s)', (encoding) => {
+  const counter = createBpeCounter(encoding);
+  const ours = (text: string): number | 'throws' => {
+    try {
+      return counter.count(text);
+    } catch {
+      return 'throws';
+    }
+  };
+
+  it('counts random texts as gpt-tokenizer does', () => {
+    fc.assert(
+      fc.property(texts, (text) => {
+        expect(ours(text)).toBe(libraryCount(encoding, text));
+      }),
+      { numRuns: 4000 },
+    );
+  });
+
+  it('counts fixed samples as gpt-tokenizer does', () => {
+    const samples = [
+      '',
+      'a',
+      'Hello, world!',
+      'The quick brown fox jumps over the lazy dog. '.repeat(20),
+      'x'.repeat(300),
+      '1234567890'.repeat(10),
+      "I'm sure they'll say it's fine; WE'VE DONE IT'S BEST",
+      '    indented\n\tcode();\r\n\r\n  }\n',
+      'Ünïcödé 日本語のテキスト 한국어 текст עברית العربية हिन्दी',
+      'emoji 😀😃😄 flags 🇩🇪🇫🇷 family 👨‍👩‍👧‍👦',
+      'lone \uD800 surrogate \uDFFF here',
+      '\uFFFD replacement',
+      '{"role":"assistant","content":"Sure! Here is the JSON: {\\"a\\": [1, 2, 3]}"}',
+      'say <|endoftext|> now',
+      '<|im_start|>user',
+      '<|fim_prefix|>',
+    ];
+    for (const text of samples) expect(ours(text), JSON.stringify(text)).toBe(libraryCount(encoding, text));
+  });
+
+  it('throws on a special token, as countTokens does', () => {
+    expect(() => counter.count('a <|endoftext|> b')).toThrow('Disallowed special token found: <|endoftext|>');
+  });
+});
