@@ -8,6 +8,7 @@ import { createReportService } from '../../src/core/report-service.js';
 import { type ReportThread, createReportThread } from '../../src/report-thread.js';
 import { createSqliteReportStore } from '../../src/storage/sqlite-report-store.js';
 import { tempDir } from '../helpers/relay.js';
+import { TRACING_OFF } from '../../src/tracing/tracing-config.js';
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -77,6 +78,7 @@ async function setUp(idleStopMs: number) {
     outboxRetryMs: 1000,
     idleStopMs,
     defaults: { client: 'test', clientVersion: '0', environment: 'test' },
+    tracing: TRACING_OFF,
   };
   const errors: string[] = [];
   const thread: ReportThread = createReportThread(settings, { warn: (_o, m) => errors.push(m), error: (_o, m) => errors.push(m) });
