@@ -17,13 +17,15 @@ export async function tempDir(prefix = 'llm-relay-test-'): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
 }
 
+/** `env` is read as `npm start` reads the environment (e.g. the OTEL_* variables, see traced-relay.ts). */
 export async function startRelay(
   settings: Partial<RelayConfig> = {},
   overrides: AppOverrides = {},
+  env: Record<string, string> = {},
 ): Promise<TestRelay> {
   const dataDir = settings.dataDir ?? (await tempDir());
   const config = loadConfig({
-    env: {},
+    env,
     overrides: { port: 0, logLevel: 'info', cacheUrl: 'memory', reportFlushMs: 1, ...settings, dataDir },
   });
   const logs: string[] = [];
