@@ -43,22 +43,15 @@ const NEWLINE = 0x0a;
  * into the tables: no string or array per token is ever made.
  */
 export function readTiktoken(file: Uint8Array): Ranks {
+  // Two passes over the lines: the first sizes the tables, the second fills them.
   let lines = 0;
   let maxRank = -1;
   let total = 0;
-  for (let at = 0; at < file.length; ) {
-    let end = file.indexOf(NEWLINE, at);
-    if (end < 0) end = file.length;
-    const space = file.indexOf(SPACE, at);
-    if (space > at && space < end) {
-      let rank = 0;
-      for (let i = space + 1; i < end; i++) rank = rank * 10 + (file[i]! - 48);
-      if (rank > maxRank) maxRank = rank;
-      total += ((space - at) * 3) >> 2;
-      lines++;
-    }
-    at = end + 1;
-  }
+  forEachLine(file, (at, space, rank) => {
+    if (rank > maxRank) maxRank = rank;
+    total += ((space - at) * 3) >> 2;
+    lines++;
+  });
   const n = maxRank + 1;
   const bytes = new Uint8Array(total);
   const starts = new Uint32Array(n);
@@ -68,6 +61,31 @@ export function readTiktoken(file: Uint8Array): Ranks {
   const table = new Int32Array(size);
   const mask = size - 1;
   let put = 0;
+  forEachLine(file, (at, space, rank) => {
+    const from = put;
+    let bits = 0;
+    let acc = 0;
+    for (let i = at; i < space; i++) {
+      const v = BASE64[file[i]!]!;
+      if (v < 0) continue; // '=' padding
+      acc = (acc << 6) | v;
+      bits += 6;
+      if (bits >= 8) {
+        bits -= 8;
+        bytes[put++] = (acc >> bits) & 0xff;
+      }
+    }
+    starts[rank] = from;
+    lengths[rank] = put - from;
+    let slot = hashOf(bytes, from, put) & mask;
+    while (table[slot] !== 0) slot = (slot + 1) & mask;
+    table[slot] = rank + 1;
+  });
+  return { bytes, starts, lengths, table, mask };
+}
+
+/** Each `<base64> <rank>` line of a tiktoken file: where it starts, where its space is, and its rank. */
+function forEachLine(file: Uint8Array, visit: (at: number, space: number, rank: number) => void): void {
   for (let at = 0; at < file.length; ) {
     let end = file.indexOf(NEWLINE, at);
     if (end < 0) end = file.length;
@@ -75,28 +93,10 @@ export function readTiktoken(file: Uint8Array): Ranks {
     if (space > at && space < end) {
       let rank = 0;
       for (let i = space + 1; i < end; i++) rank = rank * 10 + (file[i]! - 48);
-      const from = put;
-      let bits = 0;
-      let acc = 0;
-      for (let i = at; i < space; i++) {
-        const v = BASE64[file[i]!]!;
-        if (v < 0) continue; // '=' padding
-        acc = (acc << 6) | v;
-        bits += 6;
-        if (bits >= 8) {
-          bits -= 8;
-          bytes[put++] = (acc >> bits) & 0xff;
-        }
-      }
-      starts[rank] = from;
-      lengths[rank] = put - from;
-      let slot = hashOf(bytes, from, put) & mask;
-      while (table[slot] !== 0) slot = (slot + 1) & mask;
-      table[slot] = rank + 1;
+      visit(at, space, rank);
     }
     at = end + 1;
   }
-  return { bytes, starts, lengths, table, mask };
 }
 
 /** The rank of bytes[from..to), or NONE. */
