@@ -46,8 +46,26 @@ async function otlpExporter(settings: TracingSettings): Promise<SpanExporter> {
     const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
     return new OTLPTraceExporter(config);
   }
-  const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-proto');
-  return new OTLPTraceExporter(config);
+  // http/protobuf: the official exporter's parts (its delegate: transport, retries, timeouts, headers,
+  // compression, OTEL_EXPORTER_OTLP_* settings), assembled as its OTLPTraceExporter assembles them, with the
+  // relay's single-pass encoder in place of the official serializer (otlp-proto.ts says why; same bytes).
+  const [{ OTLPExporterBase }, { createOtlpHttpExportDelegate, convertLegacyHttpOptions }, { ProtobufTraceSerializer, TraceExporterMetricsHelper }, { encodeTraceExport }] =
+    await Promise.all([
+      import('@opentelemetry/otlp-exporter-base'),
+      import('@opentelemetry/otlp-exporter-base/node-http'),
+      import('@opentelemetry/otlp-transformer'),
+      import('./otlp-proto.js'),
+    ]);
+  const serializer = { serializeRequest: encodeTraceExport, deserializeResponse: ProtobufTraceSerializer.deserializeResponse };
+  return new OTLPExporterBase(
+    createOtlpHttpExportDelegate(
+      convertLegacyHttpOptions(config, 'TRACES', 'v1/traces', { 'Content-Type': 'application/x-protobuf' }),
+      serializer,
+      'otlp_http_span_exporter',
+      TraceExporterMetricsHelper,
+      undefined,
+    ),
+  );
 }
 
 export async function createSpanExport(settings: TracingSettings, opts: SpanExportOptions): Promise<SpanExport> {
