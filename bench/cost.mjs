@@ -201,23 +201,41 @@ const REPORT = JSON.stringify({
   },
 });
 
+/** reports/s of bench/report-floor.mjs under the same load: what the machine allows at all */
+async function floorPerSecond() {
+  const child = spawn(process.execPath, [path.join(BENCH_DIR, 'report-floor.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const url = await new Promise((resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', (code) => reject(new Error(`report-floor.mjs exited (${code})`)));
+      child.stdout.once('data', (d) => resolve(JSON.parse(String(d).split('\n')[0]).url));
+    });
+    return await postReports(url);
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
+async function postReports(base) {
+  const load = (duration) =>
+    autocannon({
+      url: `${base}/api/reporting/v2/request`,
+      method: 'POST',
+      connections: 50,
+      duration,
+      headers: { 'content-type': 'application/json' },
+      body: REPORT,
+    });
+  await load(2);
+  const r = await load(5);
+  return { rps: r['2xx'] / 5, errors: r.non2xx + r.errors };
+}
+
 async function reportsPerSecond(dir) {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'relay-cost-rps-'));
   const relay = await startRelay({ cli: path.join(dir, 'dist', 'cli.js'), upstreamUrl: 'http://127.0.0.1:9', dataDir, buildCommand: 'npm run build' });
   try {
-    const load = (duration) =>
-      autocannon({
-        url: `${relay.url}/api/reporting/v2/request`,
-        method: 'POST',
-        connections: 50,
-        duration,
-        headers: { 'content-type': 'application/json' },
-        body: REPORT,
-      });
-    await load(2);
-    const r = await load(5);
-    const created = r['2xx'];
-    return { rps: created / 5, errors: r.non2xx + r.errors };
+    return await postReports(relay.url);
   } finally {
     await stopChild(relay, 10_000);
     rmSync(dataDir, { recursive: true, force: true });
@@ -225,12 +243,14 @@ async function reportsPerSecond(dir) {
 }
 if (!skip.has('reports')) {
   const dirs = [...(values.before ? [['before', path.resolve(values.before)]] : []), ['this checkout', ROOT]];
-  const got = new Map(dirs.map(([name]) => [name, []]));
+  const got = new Map([...dirs.map(([name]) => [name, []]), ['floor', []]]);
   for (let r = 1; r <= rounds; r++) {
     for (const [name, dir] of dirs) {
       log(`reports/s: round ${r}, ${name}`);
       got.get(name).push(await reportsPerSecond(dir));
     }
+    log(`reports/s: round ${r}, floor (bench/report-floor.mjs)`);
+    got.get('floor').push(await floorPerSecond());
   }
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const lines = ['| relay | commit | durable reports/s (median) | rounds | non-2xx |', '|---|---|--:|---|--:|'];
@@ -238,9 +258,14 @@ if (!skip.has('reports')) {
     const runs = got.get(name);
     lines.push(`| ${name} | ${commitOf(dir)} | ${Math.round(median(runs.map((x) => x.rps))).toLocaleString('en')} | ${runs.map((x) => Math.round(x.rps)).join(', ')} | ${runs.reduce((s, x) => s + x.errors, 0)} |`);
   }
+  const floor = got.get('floor');
+  lines.push(`| floor: node:http + JSON.parse + 201, nothing kept (bench/report-floor.mjs) | — | ${Math.round(median(floor.map((x) => x.rps))).toLocaleString('en')} | ${floor.map((x) => Math.round(x.rps)).join(', ')} | ${floor.reduce((s, x) => s + x.errors, 0)} |`);
   if (values.before) {
     const r = median(got.get('this checkout').map((x) => x.rps)) / median(got.get('before').map((x) => x.rps));
     targets.push({ what: 'durable reports/s against before', value: `${fmt(r)}×`, limit: '≥ 2×', verdict: Number.isFinite(r) ? (r >= 2 ? 'PASS' : 'FAIL') : '—' });
+    // where the target stands against the floor: 2× before, as a share of what a server that keeps nothing does
+    const f = median(floor.map((x) => x.rps)) / median(got.get('before').map((x) => x.rps));
+    targets.push({ what: 'the floor (report-floor.mjs) against before', value: `${fmt(f)}×`, limit: '(the most any relay could reach)', verdict: '—' });
   }
   sections.push('### Durable reports/s (50 clients posting to `/api/reporting/v2/request`, 5 s after 2 s warm-up, SQLite)', '', ...lines, '');
 }
