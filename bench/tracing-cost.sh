@@ -4,7 +4,7 @@
 # once as it is, once with OTEL_EXPORTER_OTLP_ENDPOINT pointing at a local sink (bench/otlp-sink.mjs, its
 # own process, answering 200 to every export) — and the relay's rows side by side with the ratio.
 #   npm run build && bash bench/tracing-cost.sh       (from the checkout's root; ~5 minutes a round)
-# Knobs: those of cpu.sh (N, WARM, C, BODY_KB), ROUNDS (off/on pairs, 1), CPU_SH (where cpu.sh is),
+# Knobs: those of cpu.sh (N, WARM, C, BODY_KB), ROUNDS (pairs, 1; 4 or more on a noisy machine), CPU_SH (where cpu.sh is),
 # PORT_SHIFT (below), OTLP_PROTOCOL (http/protobuf),
 # and any OTEL_* variable (passed to the traced relay).
 set -u
@@ -32,13 +32,19 @@ OTLP_SINK_PORT=$SINK_PORT node "$checkout/bench/otlp-sink.mjs" >"$tmp/sink.log" 
 sink=$!
 for _ in $(seq 1 40); do grep -q port "$tmp/sink.log" 2>/dev/null && break; sleep 0.25; done
 
-# ROUNDS pairs, off then on, so that a change in the machine's load falls on both sides alike.
-for round in $(seq 1 "${ROUNDS:-1}"); do
+# ROUNDS pairs, so that a change in the machine's load falls on both sides alike: off then on in odd rounds,
+# on then off in even ones (a machine that drifts within a pair then favours neither side).
+off() {
   echo "round $round, tracing off: bash $cpu_sh" >&2
   bash "$cpu_sh" | tee -a "$tmp/off.jsonl" >&2
+}
+on() {
   echo "round $round, tracing on: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$SINK_PORT bash $cpu_sh" >&2
   OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$SINK_PORT OTEL_EXPORTER_OTLP_PROTOCOL=${OTLP_PROTOCOL:-http/protobuf} \
     bash "$cpu_sh" | tee -a "$tmp/on.jsonl" >&2
+}
+for round in $(seq 1 "${ROUNDS:-1}"); do
+  if [ $((round % 2)) = 1 ]; then off; on; else on; off; fi
 done
 kill -TERM "$sink"; wait "$sink" 2>/dev/null; sink=
 echo "sink took: $(tail -1 "$tmp/sink.log")" >&2

@@ -289,10 +289,8 @@ function event(w: Writer, e: TimedEvent): void {
   w.close(at);
 }
 
-function link(w: Writer, l: Link): void {
-  w.byte(tag(13, LENGTH));
-  const at = w.open();
-  const c = l.context;
+/** trace_id, span_id and trace_state: fields 1–3 of a Span and of a Link alike */
+function contextIds(w: Writer, c: SpanContext): void {
   w.byte(tag(1, LENGTH));
   w.hex(c.traceId);
   w.byte(tag(2, LENGTH));
@@ -302,6 +300,13 @@ function link(w: Writer, l: Link): void {
     w.byte(tag(3, LENGTH));
     w.string(state);
   }
+}
+
+function link(w: Writer, l: Link): void {
+  w.byte(tag(13, LENGTH));
+  const at = w.open();
+  const c = l.context;
+  contextIds(w, c);
   if (l.attributes) keyValues(w, l.attributes, 4);
   w.byte(tag(5, VARINT));
   w.varint(l.droppedAttributesCount || 0);
@@ -317,15 +322,7 @@ function span(w: Writer, s: ReadableSpan): void {
   w.byte(tag(2, LENGTH)); // ScopeSpans.spans
   const at = w.open();
   const c: SpanContext = s.spanContext();
-  w.byte(tag(1, LENGTH));
-  w.hex(c.traceId);
-  w.byte(tag(2, LENGTH));
-  w.hex(c.spanId);
-  const state = c.traceState?.serialize();
-  if (state) {
-    w.byte(tag(3, LENGTH));
-    w.string(state);
-  }
+  contextIds(w, c);
   const parent = s.parentSpanContext;
   if (parent?.spanId) {
     w.byte(tag(4, LENGTH));
