@@ -4,13 +4,14 @@
 //
 // Why an encoder of our own: the official one (@opentelemetry/otlp-transformer 0.223) walks every string
 // three times — once to estimate the request's size, once to check it is ASCII, once to copy it — and that
-// made up most of what tracing cost a cache hit (~5.5 µs of a ~120 µs hit for a hit's span, measured in
-// docs/benchmarks.md). This one writes in a single pass into one growing buffer: an ASCII string is copied as
-// it is checked, anything else goes through Buffer's native UTF-8 writer, and a message's length is written
-// in a byte reserved before it (moved along in the rare case it needs more than one byte).
+// made up most of what tracing cost a cache hit (~5.5 µs for a hit's span, against ~2.2 µs here:
+// `node bench/otlp-encode.mjs`; figures in bench/results.md). This one writes in a single pass into one
+// growing buffer: an ASCII string is copied as it is checked, anything else goes through Buffer's native
+// UTF-8 writer, and a message's length is written in a byte reserved before it (moved along in the rare
+// case it needs more than one byte).
 //
-// Its output is the official serializer's, byte for byte (test/unit/otlp-proto.test.ts checks that on
-// arbitrary spans): same fields, same order, same choices of int or double, same flags.
+// Its output is the official serializer's, byte for byte (test/unit/tracing/otlp-proto.test.ts checks that
+// on arbitrary spans): same fields, same order, same choices of int or double, same flags.
 import type { Attributes, AttributeValue, HrTime, Link, SpanContext, SpanStatus } from '@opentelemetry/api';
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
