@@ -398,8 +398,10 @@ function resourceSpans(w: Writer, resource: Resource, scopes: Map<Instrumentatio
   w.close(at);
 }
 
-/** the size of the last request: where the next one's buffer starts */
+/** the size of the last request: where the next one's buffer starts (at most 4 MiB: one batch of spans with
+ * captured content must not make every later request hold as much) */
 let lastSize = 64 * 1024;
+const MAX_START = 4 * 1024 * 1024;
 
 /** An ExportTraceServiceRequest of these spans, grouped by resource, then by instrumentation scope. */
 export function encodeTraceExport(spans: ReadableSpan[]): Uint8Array {
@@ -413,6 +415,6 @@ export function encodeTraceExport(spans: ReadableSpan[]): Uint8Array {
   }
   const w = new Writer(lastSize);
   for (const [resource, scopes] of resources) resourceSpans(w, resource, scopes);
-  lastSize = Math.max(1024, Math.ceil(w.pos * 1.25));
+  lastSize = Math.min(MAX_START, Math.max(1024, Math.ceil(w.pos * 1.25)));
   return w.buf.subarray(0, w.pos);
 }
