@@ -8,6 +8,7 @@ import { createReportService } from '../../src/core/report-service.js';
 import { type ReportThread, createReportThread } from '../../src/report-thread.js';
 import { createSqliteReportStore } from '../../src/storage/sqlite-report-store.js';
 import { tempDir } from '../helpers/relay.js';
+import { missFacts } from '../helpers/proxy-facts.js';
 import { TRACING_OFF } from '../../src/tracing/tracing-config.js';
 
 const dirs: string[] = [];
@@ -17,22 +18,7 @@ afterEach(async () => {
 
 function proxyRecord(id: string): ProxyRecord {
   return {
-    facts: {
-      id,
-      startedAt: Date.now() - 5,
-      endedAt: Date.now(),
-      status: 200,
-      cacheStatus: 'MISS',
-      outcome: 'complete',
-      method: 'POST',
-      url: '/v1/chat/completions',
-      upstream: 'http://up',
-      relayHeaders: [],
-      cacheEnabled: true,
-      cacheKey: null,
-      streamed: false,
-      requestJson: 'checked',
-    },
+    facts: missFacts({ id, startedAt: Date.now() - 5, endedAt: Date.now() }),
     request: Buffer.from(JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: id }] })),
     response: Buffer.from(JSON.stringify({ id, model: 'gpt-4o-mini', choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } })),
   };

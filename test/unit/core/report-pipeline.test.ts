@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { ProxyFacts, ProxyRecord } from '../../../src/core/exchange-record.js';
 import { createPriceTable } from '../../../src/core/pricing.js';
 import { createReportPipeline } from '../../../src/core/report-pipeline.js';
+import { missFacts } from '../../helpers/proxy-facts.js';
 
 const prices = createPriceTable({ 'gpt-4o-mini': { input: 0.15, output: 0.6 } });
 const defaults = { client: 'llm-relay', clientVersion: '9.9.9', environment: 'test' };
@@ -23,23 +24,13 @@ const ANSWER = JSON.stringify({
 
 function record(facts: Partial<ProxyFacts>, request?: string, response?: Buffer | string): ProxyRecord {
   const r: ProxyRecord = {
-    facts: {
-      id: 'r-1',
+    facts: missFacts({
       startedAt: Date.parse('2026-01-01T00:00:00.000Z'),
       endedAt: Date.parse('2026-01-01T00:00:01.500Z'),
-      status: 200,
-      cacheStatus: 'MISS',
-      outcome: 'complete',
-      method: 'POST',
-      url: '/v1/chat/completions',
-      upstream: 'http://up',
       relayHeaders: [['x-relay-environment', 'ci'], ['x-relay-property-team', 'search']],
-      cacheEnabled: true,
       cacheKey: 'k'.repeat(64),
-      streamed: false,
-      requestJson: 'checked',
       ...facts,
-    },
+    }),
   };
   if (request !== undefined) r.request = Buffer.from(request);
   if (response !== undefined) r.response = Buffer.from(response);

@@ -6,25 +6,11 @@ import { type ApiRecord, type ProxyRecord, type RecordBatch, decodeBatch } from 
 import { type ReportPort, createReportService } from '../../../src/core/report-service.js';
 import type { ApiOutcome } from '../../../src/core/report-sink.js';
 import type { ReportStore } from '../../../src/storage/report-store.js';
+import { missFacts } from '../../helpers/proxy-facts.js';
 
 function proxyRecord(i: number): ProxyRecord {
   return {
-    facts: {
-      id: `r-${i}`,
-      startedAt: 1_700_000_000_000 + i,
-      endedAt: 1_700_000_000_001 + i,
-      status: 200,
-      cacheStatus: 'MISS',
-      outcome: 'complete',
-      method: 'POST',
-      url: '/v1/chat/completions',
-      upstream: 'http://up',
-      relayHeaders: [],
-      cacheEnabled: true,
-      cacheKey: null,
-      streamed: false,
-      requestJson: 'checked',
-    },
+    facts: missFacts({ id: `r-${i}`, startedAt: 1_700_000_000_000 + i, endedAt: 1_700_000_000_001 + i }),
     request: Buffer.from(JSON.stringify({ i })),
     response: Buffer.from(JSON.stringify({ ok: i })),
   };
