@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeSection } from './lib/results-file.mjs';
-import { BENCH_DIR, ROOT, freePort, sleep, startRelay, stopChild } from './lib/processes.mjs';
+import { BENCH_DIR, ROOT, freePort, sleep, startHelper, startRelay, stopChild } from './lib/processes.mjs';
 
 const HELP = `Usage: node bench/cost.mjs [options]      (npm run bench:cost builds first)
 
@@ -129,8 +129,29 @@ if (values.instructions) {
 }
 
 // ── memory ──
+/**
+ * Idle RSS, the peaks of two rounds of 1,000 streams, and RSS 10 s and 30 s after, of the process `pid`
+ * serving `url`. The same for the relay and for the floor: bench/reference-proxy.mjs --kind http (node:http
+ * and an undici Agent, nothing kept), what any Node proxy holding 1,000 open streams pays.
+ */
+async function streamRounds(url, pid) {
+  const rss = () => Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]) / 1024;
+  await sleep(3000);
+  const idle = rss();
+  const round = () => JSON.parse(execFileSync(process.execPath, [path.join(shared, 'streams.mjs'), url, '1000', String(pid)], { encoding: 'utf8' }));
+  const first = round();
+  await sleep(5000);
+  const second = round();
+  await sleep(10_000);
+  const after10 = rss();
+  await sleep(20_000);
+  const after30 = rss();
+  return { idle, first, second, after10, after30, peak: Math.max(first.rss_peak_mb, second.rss_peak_mb) };
+}
+
 async function memory() {
   const port = await freePort();
+  const upstreamUrl = `http://127.0.0.1:${port}`;
   const mock = spawn(process.execPath, [path.join(shared, 'upstream.mjs')], {
     cwd: shared,
     env: { ...process.env, UPSTREAM_PORT: String(port), STREAM_CHUNKS: '60', STREAM_CHUNK_DELAY_MS: '100' },
@@ -139,30 +160,30 @@ async function memory() {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'relay-cost-mem-'));
   try {
     await sleep(500);
-    const relay = await startRelay({ cli: path.join(ROOT, 'dist', 'cli.js'), upstreamUrl: `http://127.0.0.1:${port}`, dataDir, buildCommand: 'npm run bench:cost' });
-    const pid = relay.child.pid;
-    const rss = () => Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]) / 1024;
-    await sleep(3000);
-    const idle = rss();
-    const round = () => JSON.parse(execFileSync(process.execPath, [path.join(shared, 'streams.mjs'), relay.url, '1000', String(pid)], { encoding: 'utf8' }));
-    const first = round();
-    await sleep(5000);
-    const second = round();
-    await sleep(10_000);
-    const after10 = rss();
-    await sleep(20_000);
-    const after30 = rss();
+    const relay = await startRelay({ cli: path.join(ROOT, 'dist', 'cli.js'), upstreamUrl, dataDir, buildCommand: 'npm run bench:cost' });
+    const r = await streamRounds(relay.url, relay.child.pid);
     await stopChild(relay, 10_000);
-    const peak = Math.max(first.rss_peak_mb, second.rss_peak_mb);
-    targets.push({ what: 'RSS idle after start', value: `${fmt(idle, 1)} MB`, limit: '≤ 80 MB', verdict: verdict(idle, 80) });
-    targets.push({ what: 'RSS with 1,000 streams open', value: `${fmt(peak, 1)} MB`, limit: '≤ 150 MB', verdict: verdict(peak, 150) });
-    targets.push({ what: 'RSS after two rounds (30 s later) − idle', value: `${fmt(after30 - idle, 1)} MB`, limit: '≤ 20 MB', verdict: verdict(after30 - idle, 20) });
+    log('memory: the same rounds through the floor (node:http + undici, bench/reference-proxy.mjs)');
+    const ref = await startHelper('node:http proxy', 'reference-proxy.mjs', ['--kind', 'http', '--upstream', upstreamUrl]);
+    const f = await streamRounds(ref.url, ref.child.pid);
+    await stopChild(ref, 10_000);
+    targets.push({ what: 'RSS idle after start', value: `${fmt(r.idle, 1)} MB`, limit: '≤ 80 MB', verdict: verdict(r.idle, 80) });
+    targets.push({ what: 'RSS with 1,000 streams open', value: `${fmt(r.peak, 1)} MB (floor ${fmt(f.peak, 1)} MB)`, limit: '≤ 150 MB', verdict: verdict(r.peak, 150) });
+    targets.push({
+      what: 'RSS after two rounds (30 s later) − idle',
+      value: `${fmt(r.after30 - r.idle, 1)} MB (floor ${fmt(f.after30 - f.idle, 1)} MB)`,
+      limit: '≤ 20 MB',
+      verdict: verdict(r.after30 - r.idle, 20),
+    });
+    const row = (name, m) =>
+      `| ${name} | ${fmt(m.idle, 1)} MB | ${m.first.rss_peak_mb} MB | ${m.second.rss_peak_mb} MB | ${m.first.completed + m.second.completed} of 2,000 | ${fmt(m.after10, 1)} MB | ${fmt(m.after30, 1)} MB |`;
     return [
       '### Memory (`streams.mjs`: 1,000 streamed calls open at once, 60 chunks 100 ms apart, two rounds 5 s apart)',
       '',
-      '| idle after start | peak, round 1 | peak, round 2 | completed | 10 s after | 30 s after |',
-      '|--:|--:|--:|--:|--:|--:|',
-      `| ${fmt(idle, 1)} MB | ${first.rss_peak_mb} MB | ${second.rss_peak_mb} MB | ${first.completed + second.completed} of 2,000 | ${fmt(after10, 1)} MB | ${fmt(after30, 1)} MB |`,
+      '| process | idle after start | peak, round 1 | peak, round 2 | completed | 10 s after | 30 s after |',
+      '|---|--:|--:|--:|--:|--:|--:|',
+      row('relay', r),
+      row('floor: node:http + undici (bench/reference-proxy.mjs), nothing kept', f),
       '',
     ];
   } finally {
@@ -171,7 +192,7 @@ async function memory() {
   }
 }
 if (!skip.has('memory')) {
-  log('memory: two rounds of 1,000 streams (about a minute)');
+  log('memory: two rounds of 1,000 streams through the relay, then through the floor (about two minutes)');
   sections.push(...(await memory()));
 }
 
