@@ -171,10 +171,10 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
         writeDelayMs: config.reportWriteDelayMs,
         batchMax: config.reportBatchMax,
         outboxRetryMs: config.outboxRetryMs,
-        // With tracing on, the worker also holds the span queue and the exporter: stopping it when idle
-        // would wait on an export (up to its timeout while the collector hangs) before the next report
-        // could be taken, and start the span counters again from zero. It stays.
-        idleStopMs: config.tracing.enabled ? 0 : config.reportWorkerIdleMs,
+        // With tracing on the worker also holds the span queue and the exporter; an idle stop hands its last
+        // spans to the endpoint after its files are closed, so the next report never waits on a collector,
+        // and the span counters carry on across workers (report-thread.ts).
+        idleStopMs: config.reportWorkerIdleMs,
         defaults: { client: 'llm-relay', clientVersion: VERSION, environment: config.environment },
         tracing: config.tracing,
       },

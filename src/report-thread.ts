@@ -53,10 +53,18 @@ export type FromWorker =
   | { t: 'counters'; counters: WriterCounters }
   /** whether retention has a backlog to work off (then the worker is not stopped for being idle) */
   | { t: 'pruning'; more: boolean; counters: WriterCounters }
-  | { t: 'log'; level: 'warn' | 'error'; obj: Record<string, unknown>; msg: string };
+  | { t: 'log'; level: 'warn' | 'error'; obj: Record<string, unknown>; msg: string }
+  /** a worker stopped for being idle has handed its last spans to the endpoint (tracing on), and ends */
+  | { t: 'spans-done'; counters: WriterCounters };
 
 /** Messages to the worker. */
-export type ToWorker = { t: 'batch'; n: number; batch: RecordBatch } | { t: 'flush'; n: number } | { t: 'close'; n: number };
+export type ToWorker =
+  | { t: 'batch'; n: number; batch: RecordBatch }
+  | { t: 'flush'; n: number }
+  /** the relay stops: write everything, export the last spans, close, answer */
+  | { t: 'close'; n: number }
+  /** stopped for being idle: write everything, close, answer, then export the last spans ('spans-done') */
+  | { t: 'idle-close'; n: number };
 
 // Under vitest the relay runs from src/ (TypeScript), which a worker thread cannot load: it runs the
 // build's copy (npm test builds first).
@@ -75,6 +83,10 @@ const RESTART_SOON_MS = 30_000;
 const IDLE_STOP_MAX_MS = 60_000;
 /** A stopped worker is started this often for a retention step, so reports expire on an idle relay too. */
 const RETENTION_WAKE_MS = 10 * 60_000;
+/** How long a stopped worker may take over its last export beyond the export's own bound (see stop()). */
+const SPANS_DONE_SLACK_MS = 1000;
+
+type SpanCounters = NonNullable<WriterCounters['spans']>;
 
 interface Pending {
   resolve(outcomes: ApiOutcome[] | undefined): void;
@@ -93,6 +105,13 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
   let next = 0;
   const pending = new Map<number, Pending>();
   let counters: WriterCounters = { pending: 0, written: 0, dropped: 0, outboxDepth: 0 };
+  // With tracing on, each worker counts its own spans from 0: those of workers that ended are carried here,
+  // and a stopped worker still exporting its last spans counts on beside the next one, so the totals in
+  // /metrics only grow.
+  const spansEnded: SpanCounters = { exported: 0, failed: 0, dropped: 0 };
+  const spansOf = new Map<Worker, SpanCounters>();
+  /** stopped workers still handing their last spans to the endpoint */
+  const draining = new Set<Promise<void>>();
   let closed = false;
   /** an idle worker on its way out: the next one starts once it has closed its files */
   let stopping: Promise<void> | undefined;
@@ -153,10 +172,15 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
         reject: () => resolve(),
       });
     });
+    // (with tracing on it says when its last spans are out: listened for before it can say it)
+    const spansOut = settings.tracing.enabled ? new Promise<void>((resolve) => spansDone.set(w, resolve)) : undefined;
     w.ref();
-    w.postMessage({ t: 'close', n } satisfies ToWorker);
+    w.postMessage({ t: 'idle-close', n } satisfies ToWorker);
     stopping = Promise.race([closedReply, exited])
-      .then(() => w.terminate())
+      .then(async () => {
+        if (spansOut) drain(w, Promise.race([spansOut, exited]));
+        else await w.terminate();
+      })
       .then(
         () => undefined,
         () => undefined,
@@ -172,6 +196,43 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
           wakeTimer.unref();
         }
       });
+  }
+
+  /**
+   * With tracing on, a stopped worker has closed its files (the next one may start at once) but may still
+   * be exporting its last spans, for at most the export's own bound: it is let go once it says so.
+   */
+  function drain(w: Worker, out: Promise<void>): void {
+    w.unref();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, Math.min(settings.tracing.timeoutMs, 5000) + SPANS_DONE_SLACK_MS);
+      timer.unref();
+    });
+    const gone: Promise<void> = Promise.race([out, late])
+      .then(() => w.terminate())
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .finally(() => {
+        clearTimeout(timer);
+        spansDone.delete(w);
+        endSpans(w);
+        draining.delete(gone);
+      });
+    draining.add(gone);
+  }
+  const spansDone = new Map<Worker, () => void>();
+
+  /** a worker's span counts join those of the workers that ended */
+  function endSpans(w: Worker): void {
+    const last = spansOf.get(w);
+    if (!last) return;
+    spansOf.delete(w);
+    spansEnded.exported += last.exported;
+    spansEnded.failed += last.failed;
+    spansEnded.dropped += last.dropped;
   }
 
   let starts = 0;
@@ -194,7 +255,10 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
         log[msg.level](msg.obj, msg.msg);
         return;
       }
-      counters = msg.counters;
+      if (msg.counters.spans) spansOf.set(w, msg.counters.spans);
+      if (msg.t === 'spans-done') return spansDone.get(w)?.();
+      // (a stopped worker's last words must not stand for its successor's writer)
+      if (worker === w || worker === undefined) counters = msg.counters;
       if (msg.t === 'pruning') pruning = msg.more;
       if (msg.t !== 'done') return;
       const p = pending.get(msg.n);
@@ -207,7 +271,8 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
     });
     w.on('error', (err) => {
       log.error({ err }, 'the report worker failed');
-      failAll(err);
+      // (a stopped worker still exporting its last spans holds none of its successor's calls)
+      if (worker === w || worker === undefined) failAll(err);
     });
     w.on('exit', (code) => {
       // (a worker stopped for being idle had nothing left to fail; its successor's calls are not its own)
@@ -261,14 +326,25 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
       clearTimeout(idleTimer);
       clearTimeout(wakeTimer);
       if (stopping) await stopping;
-      if (!worker) return;
       const w = worker;
-      await post({ t: 'close', n: next++ }).catch(() => undefined);
-      await w.terminate();
-      worker = undefined;
+      if (w) {
+        await post({ t: 'close', n: next++ }).catch(() => undefined);
+        // (its close exported its last spans before it answered: see report-worker.ts)
+        await w.terminate();
+        worker = undefined;
+        endSpans(w);
+      }
+      await Promise.all([...draining]);
     },
     get counters() {
-      return counters;
+      if (!settings.tracing.enabled) return counters;
+      const spans = { ...spansEnded };
+      for (const c of spansOf.values()) {
+        spans.exported += c.exported;
+        spans.failed += c.failed;
+        spans.dropped += c.dropped;
+      }
+      return { ...counters, spans };
     },
     get state() {
       return worker ? 'running' : stopping ? 'stopping' : 'stopped';

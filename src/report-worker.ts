@@ -172,11 +172,17 @@ port.on('message', (msg: ToWorker) => {
     void (async () => {
       await pruner.stop();
       await sink.flush().catch(() => undefined);
-      await spans?.shutdown();
+      // At the relay's stop the last spans go out before the answer; at an idle stop, after it: the files
+      // are closed by then, so the next worker can start while this one still waits on the endpoint.
+      if (msg.t === 'close') await spans?.shutdown();
       await writer.close();
       await Promise.allSettled([store.closeIfOpen(), outbox.close()]);
       opened?.journal.close();
       send({ t: 'done', n: msg.n, counters: counters() });
+      if (msg.t === 'idle-close' && spans) {
+        await spans.shutdown();
+        send({ t: 'spans-done', counters: counters() });
+      }
       port.close();
     })();
   }

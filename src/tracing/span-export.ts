@@ -74,12 +74,15 @@ export async function createSpanExport(settings: TracingSettings, opts: SpanExpo
   let handed = 0;
   let taken = 0;
   let lastFailure = -Infinity;
+  /** set when shutdown stopped waiting: what had not been delivered by then is counted failed, once */
+  let gaveUp = false;
 
   const counting: SpanExporter = {
     export(spans: ReadableSpan[], done: (result: ExportResult) => void) {
       const n = spans.length;
       taken += n;
       inner.export(spans, (result) => {
+        if (gaveUp) return done(result);
         if (result.code === ExportResultCode.SUCCESS) counters.exported += n;
         else {
           counters.failed += n;
@@ -140,6 +143,14 @@ export async function createSpanExport(settings: TracingSettings, opts: SpanExpo
         new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(settings.timeoutMs, 5000)))),
       ]);
       clearTimeout(timer);
+      // Spans still queued, or in an export that has not ended, are not delivered now: failed, for the
+      // counters the thread hands on (the worker ends next).
+      gaveUp = true;
+      const unsettled = handed - counters.exported - counters.failed;
+      if (unsettled > 0) {
+        counters.failed += unsettled;
+        opts.onCounters();
+      }
     },
   };
 }
