@@ -6,7 +6,8 @@
 //                            direct-API report) against the mock upstream answering directly and a bare
 //                            @fastify/http-proxy
 //   instructions             cost.sh (valgrind callgrind; ~20 min, only with --instructions)
-//   memory                   streams.mjs: RSS idle, with 1,000 streams open, after two rounds
+//   memory                   streams.mjs: RSS idle, with 1,000 streams open, after two rounds; the same rounds
+//                            through the floor (bench/reference-proxy.mjs --kind http: node:http + undici)
 //   storage                  conversations.mjs 30 15: the data dir against the distinct content
 //   durable reports/s        50 clients posting reports through the direct API, this checkout against
 //                            --before DIR (another checkout, built), interleaved rounds

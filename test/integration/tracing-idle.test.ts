@@ -49,19 +49,23 @@ it('starts the next worker while a stopped one still waits on a hanging endpoint
   up = await startFakeUpstream();
   otlp = await startOtlpReceiver();
   otlp.hang = true;
-  relay = await startTracedRelay({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_EXPORTER_OTLP_TIMEOUT: '3000' }, { upstreamUrl: up.url, reportWorkerIdleMs: 50 });
-  expect((await chat(relay.url, 'before the idle stop')).cache).toBe('MISS');
-  // let it stop: its files close, and the export of its two spans is held open by the endpoint
+  relay = await startTracedRelay({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_EXPORTER_OTLP_TIMEOUT: '5000' }, { upstreamUrl: up.url, reportWorkerIdleMs: 50 });
+  const stored = async (r: { headers: Headers }): Promise<number> =>
+    (await fetch(`${relay!.url}/api/reporting/v2/requests/${r.headers.get('x-relay-report-id')}`)).status;
+  const first = await chat(relay.url, 'before the idle stop');
+  expect(first.cache).toBe('MISS');
+  // its worker wrote the report; then, idle, it stops: its files close, and the export of its two spans is
+  // held open by the endpoint
+  await expect.poll(() => stored(first), { timeout: 5_000 }).toBe(200);
   await new Promise((r) => setTimeout(r, 500));
   const second = await chat(relay.url, 'while the last export hangs');
   expect(second.cache).toBe('MISS');
   // a second worker runs beside the one still waiting on its export, and writes the new report
   await expect.poll(workers, { timeout: 2_000 }).toBe(2);
-  const id = second.headers.get('x-relay-report-id');
-  await expect.poll(async () => (await fetch(`${relay!.url}/api/reporting/v2/requests/${id}`)).status, { timeout: 2_000 }).toBe(200);
+  await expect.poll(() => stored(second), { timeout: 2_000 }).toBe(200);
   // (nothing failed yet: the hung export has not timed out)
   expect(await counter('failed')).toBe(0);
   // the hung export ends at its timeout, counted; the second worker's spans go the same way at its stop
-  await expect.poll(() => counter('failed'), { timeout: 10_000 }).toBe(4);
+  await expect.poll(() => counter('failed'), { timeout: 15_000 }).toBe(4);
   expect(await counter('exported')).toBe(0);
 });
