@@ -112,6 +112,8 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
   const spansOf = new Map<Worker, SpanCounters>();
   /** stopped workers still handing their last spans to the endpoint */
   const draining = new Set<Promise<void>>();
+  /** how each of them says its last spans are out (its 'spans-done' message) */
+  const spansDone = new Map<Worker, () => void>();
   let closed = false;
   /** an idle worker on its way out: the next one starts once it has closed its files */
   let stopping: Promise<void> | undefined;
@@ -223,8 +225,6 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
       });
     draining.add(gone);
   }
-  const spansDone = new Map<Worker, () => void>();
-
   /** a worker's span counts join those of the workers that ended */
   function endSpans(w: Worker): void {
     const last = spansOf.get(w);
