@@ -3,12 +3,14 @@
 // answer for a span. One SERVER span for the exchange (the relay is the client's server), named as the
 // GenAI conventions name an inference span, `{gen_ai.operation.name} {gen_ai.request.model}`; and, when the
 // exchange went upstream, one CLIENT child span for that call (the relay is the provider's client), whose
-// id went upstream in traceparent. A hit has no child; a coalesced call links to the call it shared.
-import { type Attributes, type HrTime, type Link, type SpanContext, SpanKind, type SpanStatus, SpanStatusCode } from '@opentelemetry/api';
+// id went upstream in traceparent. A hit has no child; a coalesced call links to the call it shared. What
+// the spans say is written here once, field by field, to a SpanOut: span objects or protobuf bytes.
+import { type Attributes, type AttributeValue, type HrTime, type Link, type SpanContext, SpanKind, type SpanStatus, SpanStatusCode } from '@opentelemetry/api';
 import { type InstrumentationScope, hrTimeDuration, millisToHrTime } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace-base';
 import type { ProxyFacts } from '../core/exchange-record.js';
+import type { TraceFacts } from '../core/trace-facts.js';
 import type { StoredReport } from '../storage/report-store.js';
 import * as A from './genai-attributes.js';
 import { finishReasonsOf, messagesOf } from './genai-messages.js';
@@ -57,7 +59,6 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
 export interface SpanContextOfRelay {
   resource: Resource;
   scope: InstrumentationScope;
-  captureContent: boolean;
 }
 
 /** What the span says went wrong, or undefined: the relay's error code, a broken stream, or an error status. */
@@ -67,30 +68,51 @@ function errorTypeOf(f: ProxyFacts, outcome: string): string | undefined {
   return f.status >= 400 ? String(f.status) : undefined;
 }
 
-/** The spans of one exchange (its facts carry trace facts), in the order they ended: child first. */
-export function exchangeSpans(f: ProxyFacts, report: StoredReport, relay: SpanContextOfRelay): ReadableSpan[] {
+/**
+ * Where exchangeSpans writes a span, field by field, in the order OTLP lays a span out: its identity and
+ * times, then its attributes, then its end (status, the link of a coalesced call). Two writers: objects
+ * for the official serializers (SpanObjects, below: http/json), and protobuf bytes straight into the export
+ * buffer (otlp-proto.ts: http/protobuf), so that a traced hit builds no span object at all.
+ */
+export interface SpanOut {
+  begin(name: string, kind: SpanKind, traceId: string, spanId: string, parent: ParentOfSpan | undefined, start: number, end: number): void;
+  attr(key: string, value: AttributeValue): void;
+  end(error: string | undefined, leader: TraceFacts['leader']): void;
+}
+
+/** A span's parent: the client's span (remote, with its flags), or the relay's exchange span. */
+export interface ParentOfSpan {
+  spanId: string;
+  traceFlags: number;
+  isRemote: boolean | undefined;
+}
+
+/** The attributes of the link from a coalesced call to the call it shared. */
+export const LEADER_LINK_ATTRIBUTES: Attributes = Object.freeze({ [A.RELAY_LINK_LEADER]: true });
+
+/** Writes the spans of one exchange (its facts carry trace facts) to `out`, in the order they ended: child first. */
+export function exchangeSpans(f: ProxyFacts, report: StoredReport, out: SpanOut, captureContent: boolean): void {
   const t = f.trace!;
   const request = obj(report.request.body);
   const response = obj(report.response.body);
   const operation = A.operationOf(f.url);
   const requestModel = str(request?.model) ?? report.model ?? undefined;
-  const name = operation ? (requestModel ? `${operation} ${requestModel}` : operation) : f.method;
+  const name = operation ? (requestModel ? spanName(operation, requestModel) : operation) : f.method;
   const { host, port } = serverOf(f.upstream);
-
-  // What both spans say of the GenAI request.
-  const requestAttributes: Attributes = {};
-  if (operation) requestAttributes[A.GEN_AI_OPERATION_NAME] = operation;
   const provider = A.providerOf(report.provider, host);
-  if (provider) requestAttributes[A.GEN_AI_PROVIDER_NAME] = provider;
-  if (requestModel) requestAttributes[A.GEN_AI_REQUEST_MODEL] = requestModel;
-  if (request?.stream === true) requestAttributes[A.GEN_AI_REQUEST_STREAM] = true;
+  const stream = request?.stream === true;
+  // What both spans say of the GenAI request.
+  const requestAttributes = (): void => {
+    if (operation) out.attr(A.GEN_AI_OPERATION_NAME, operation);
+    if (provider) out.attr(A.GEN_AI_PROVIDER_NAME, provider);
+    if (requestModel) out.attr(A.GEN_AI_REQUEST_MODEL, requestModel);
+    if (stream) out.attr(A.GEN_AI_REQUEST_STREAM, true);
+  };
 
   // the report's outcome: a stream that ended cleanly but carried an error event is a stream-error there
   const reported = obj(report.proxy)?.outcome;
   const outcome = typeof reported === 'string' ? reported : f.outcome;
   const error = errorTypeOf(f, outcome);
-  const spans: ReadableSpan[] = [];
-  const serverContext: SpanContext = { traceId: t.traceId, spanId: t.spanId, traceFlags: SAMPLED };
   const end = t.end ?? t.start;
 
   const up = t.upstream;
@@ -98,72 +120,115 @@ export function exchangeSpans(f: ProxyFacts, report: StoredReport, relay: SpanCo
     // The upstream call: the request's GenAI attributes, the server it reached, its status and first chunk.
     // What the answer held (model, id, finish reasons, tokens) is said once, on the exchange's span: a
     // backend that sums gen_ai.usage.* over a trace must not count a call twice.
-    const attributes: Attributes = Object.assign({}, requestAttributes);
+    out.begin(name, SpanKind.CLIENT, t.traceId, up.spanId, { spanId: t.spanId, traceFlags: SAMPLED, isRemote: undefined }, up.start, up.end ?? end);
+    requestAttributes();
     if (host) {
-      attributes[A.SERVER_ADDRESS] = host;
-      attributes[A.SERVER_PORT] = port;
+      out.attr(A.SERVER_ADDRESS, host);
+      out.attr(A.SERVER_PORT, port);
     }
-    if (up.status !== undefined) attributes[A.HTTP_RESPONSE_STATUS_CODE] = up.status;
-    if (t.firstChunk !== undefined && up.status !== undefined) attributes[A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = (t.firstChunk - up.start) / 1000;
+    if (up.status !== undefined) out.attr(A.HTTP_RESPONSE_STATUS_CODE, up.status);
+    if (t.firstChunk !== undefined && up.status !== undefined) out.attr(A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, (t.firstChunk - up.start) / 1000);
     const upError = up.error ?? (up.status !== undefined && up.status >= 400 ? String(up.status) : outcome === 'stream-error' ? 'stream-error' : undefined);
-    if (upError) attributes[A.ERROR_TYPE] = upError;
-    spans.push(
-      new RelaySpan(
-        name,
-        SpanKind.CLIENT,
-        { traceId: t.traceId, spanId: up.spanId, traceFlags: SAMPLED },
-        serverContext,
-        up.start,
-        up.end ?? end,
-        attributes,
-        upError ? { code: SpanStatusCode.ERROR, message: upError } : OK,
-        NO_LINKS,
-        relay.resource,
-        relay.scope,
-      ),
-    );
+    if (upError) out.attr(A.ERROR_TYPE, upError);
+    out.end(upError, undefined);
   }
 
   // The exchange: the request's and the answer's GenAI attributes, and the relay's own.
-  const attributes: Attributes = requestAttributes;
+  const parent: ParentOfSpan | undefined = t.parentSpanId === undefined ? undefined : { spanId: t.parentSpanId, traceFlags: t.parentFlags ?? SAMPLED, isRemote: true };
+  out.begin(name, SpanKind.SERVER, t.traceId, t.spanId, parent, t.start, end);
+  requestAttributes();
   const responseModel = str(response?.model);
-  if (responseModel) attributes[A.GEN_AI_RESPONSE_MODEL] = responseModel;
+  if (responseModel) out.attr(A.GEN_AI_RESPONSE_MODEL, responseModel);
   const responseId = str(response?.id);
-  if (responseId) attributes[A.GEN_AI_RESPONSE_ID] = responseId;
+  if (responseId) out.attr(A.GEN_AI_RESPONSE_ID, responseId);
   const reasons = finishReasonsOf(response);
-  if (reasons) attributes[A.GEN_AI_RESPONSE_FINISH_REASONS] = reasons;
+  if (reasons) out.attr(A.GEN_AI_RESPONSE_FINISH_REASONS, reasons);
   if (report.usage) {
-    attributes[A.GEN_AI_USAGE_INPUT_TOKENS] = report.usage.inputTokens;
-    attributes[A.GEN_AI_USAGE_OUTPUT_TOKENS] = report.usage.outputTokens;
+    out.attr(A.GEN_AI_USAGE_INPUT_TOKENS, report.usage.inputTokens);
+    out.attr(A.GEN_AI_USAGE_OUTPUT_TOKENS, report.usage.outputTokens);
   }
   if (!operation) {
     // not a GenAI call the relay knows: the span is named by its method, and says its path
-    attributes[A.HTTP_REQUEST_METHOD] = f.method;
-    attributes[A.URL_PATH] = pathOf(f.url);
+    out.attr(A.HTTP_REQUEST_METHOD, f.method);
+    out.attr(A.URL_PATH, pathOf(f.url));
   }
-  attributes[A.HTTP_RESPONSE_STATUS_CODE] = f.status;
-  if (t.firstChunk !== undefined) attributes[A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = (t.firstChunk - t.start) / 1000;
-  if (error) attributes[A.ERROR_TYPE] = error;
-  attributes[A.RELAY_CACHE_STATUS] = f.cacheStatus;
-  if (f.cacheKey) attributes[A.RELAY_CACHE_KEY] = f.cacheKey;
-  if (t.namespace) attributes[A.RELAY_CACHE_NAMESPACE] = t.namespace;
-  attributes[A.RELAY_REPORT_ID] = f.id;
-  if (f.originReportId) attributes[A.RELAY_ORIGIN_REPORT_ID] = f.originReportId;
-  if (outcome !== 'complete') attributes[A.RELAY_OUTCOME] = outcome;
+  out.attr(A.HTTP_RESPONSE_STATUS_CODE, f.status);
+  if (t.firstChunk !== undefined) out.attr(A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, (t.firstChunk - t.start) / 1000);
+  if (error) out.attr(A.ERROR_TYPE, error);
+  out.attr(A.RELAY_CACHE_STATUS, f.cacheStatus);
+  if (f.cacheKey) out.attr(A.RELAY_CACHE_KEY, f.cacheKey);
+  if (t.namespace) out.attr(A.RELAY_CACHE_NAMESPACE, t.namespace);
+  out.attr(A.RELAY_REPORT_ID, f.id);
+  if (f.originReportId) out.attr(A.RELAY_ORIGIN_REPORT_ID, f.originReportId);
+  if (outcome !== 'complete') out.attr(A.RELAY_OUTCOME, outcome);
   // what the call cost upstream (a hit or coalesced call costs nothing: no attribute)
-  if (typeof report.costUsd === 'number' && report.costUsd > 0) attributes[A.RELAY_COST_USD] = report.costUsd;
-  if (report.usage?.estimated) attributes[A.RELAY_USAGE_ESTIMATED] = true;
-  if (relay.captureContent) addContent(attributes, report.request.body, report.response.body);
+  if (typeof report.costUsd === 'number' && report.costUsd > 0) out.attr(A.RELAY_COST_USD, report.costUsd);
+  if (report.usage?.estimated) out.attr(A.RELAY_USAGE_ESTIMATED, true);
+  if (captureContent) addContent(out, report.request.body, report.response.body);
+  out.end(error, t.leader);
+}
 
-  const parent: SpanContext | undefined =
-    t.parentSpanId === undefined
-      ? undefined
-      : { traceId: t.traceId, spanId: t.parentSpanId, traceFlags: t.parentFlags ?? SAMPLED, isRemote: true };
-  const links: Link[] = t.leader ? [{ context: { traceId: t.leader.traceId, spanId: t.leader.spanId, traceFlags: SAMPLED }, attributes: { [A.RELAY_LINK_LEADER]: true } }] : NO_LINKS;
-  spans.push(
-    new RelaySpan(name, SpanKind.SERVER, serverContext, parent, t.start, end, attributes, error ? { code: SpanStatusCode.ERROR, message: error } : OK, links, relay.resource, relay.scope),
-  );
-  return spans;
+/** `{operation} {model}`: a relay sees a few of each, so the names are kept rather than built per span. */
+const names = new Map<string, Map<string, string>>();
+let namesKept = 0;
+function spanName(operation: string, model: string): string {
+  let of = names.get(operation);
+  if (of === undefined) names.set(operation, (of = new Map()));
+  let name = of.get(model);
+  if (name === undefined) {
+    name = `${operation} ${model}`;
+    if (namesKept++ < 1000) of.set(model, name);
+  }
+  return name;
+}
+
+/** The SpanOut that builds span objects, as the SDK's processors and the official serializers read them. */
+export class SpanObjects implements SpanOut {
+  private attributes: Attributes = {};
+  private name = '';
+  private kind = SpanKind.INTERNAL;
+  private context: SpanContext = { traceId: '', spanId: '', traceFlags: SAMPLED };
+  private parent: SpanContext | undefined;
+  private start = 0;
+  private finish = 0;
+
+  constructor(
+    private readonly relay: SpanContextOfRelay,
+    private readonly emit: (span: ReadableSpan) => void,
+  ) {}
+
+  begin(name: string, kind: SpanKind, traceId: string, spanId: string, parent: ParentOfSpan | undefined, start: number, end: number): void {
+    this.name = name;
+    this.kind = kind;
+    this.context = { traceId, spanId, traceFlags: SAMPLED };
+    this.parent = parent && (parent.isRemote === undefined ? { traceId, spanId: parent.spanId, traceFlags: parent.traceFlags } : { traceId, spanId: parent.spanId, traceFlags: parent.traceFlags, isRemote: parent.isRemote });
+    this.start = start;
+    this.finish = end;
+    this.attributes = {};
+  }
+
+  attr(key: string, value: AttributeValue): void {
+    this.attributes[key] = value;
+  }
+
+  end(error: string | undefined, leader: TraceFacts['leader']): void {
+    const links: Link[] = leader ? [{ context: { traceId: leader.traceId, spanId: leader.spanId, traceFlags: SAMPLED }, attributes: LEADER_LINK_ATTRIBUTES }] : NO_LINKS;
+    this.emit(
+      new RelaySpan(
+        this.name,
+        this.kind,
+        this.context,
+        this.parent,
+        this.start,
+        this.finish,
+        this.attributes,
+        error ? { code: SpanStatusCode.ERROR, message: error } : OK,
+        links,
+        this.relay.resource,
+        this.relay.scope,
+      ),
+    );
+  }
 }
 
 /** server.address and server.port of an upstream origin (a relay has a few: parsed once each) */
@@ -185,9 +250,9 @@ function pathOf(url: string): string {
   return q < 0 ? url : url.slice(0, q);
 }
 
-function addContent(attributes: Attributes, request: unknown, response: unknown): void {
+function addContent(out: SpanOut, request: unknown, response: unknown): void {
   const m = messagesOf(request, response);
-  if (m.system && m.system.length > 0) attributes[A.GEN_AI_SYSTEM_INSTRUCTIONS] = JSON.stringify(m.system);
-  if (m.input) attributes[A.GEN_AI_INPUT_MESSAGES] = JSON.stringify(m.input);
-  if (m.output) attributes[A.GEN_AI_OUTPUT_MESSAGES] = JSON.stringify(m.output);
+  if (m.system && m.system.length > 0) out.attr(A.GEN_AI_SYSTEM_INSTRUCTIONS, JSON.stringify(m.system));
+  if (m.input) out.attr(A.GEN_AI_INPUT_MESSAGES, JSON.stringify(m.input));
+  if (m.output) out.attr(A.GEN_AI_OUTPUT_MESSAGES, JSON.stringify(m.output));
 }

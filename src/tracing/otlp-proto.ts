@@ -10,12 +10,17 @@
 // UTF-8 writer, and a message's length is written in a byte reserved before it (moved along in the rare
 // case it needs more than one byte).
 //
+// The relay's own spans do not even become objects: ProtoSpans writes each as it ends, attribute by
+// attribute from exchange-spans.ts, into a shared slab, and the export copies those bytes (EncodedSpan).
+//
 // Its output is the official serializer's, byte for byte (test/unit/tracing/otlp-proto.test.ts checks that
-// on arbitrary spans): same fields, same order, same choices of int or double, same flags.
-import type { Attributes, AttributeValue, HrTime, Link, SpanContext, SpanStatus } from '@opentelemetry/api';
+// on arbitrary spans, exchange-spans.test.ts on the relay's spans written both ways): same fields, same
+// order, same choices of int or double, same flags.
+import type { Attributes, AttributeValue, HrTime, Link, SpanContext, SpanKind, SpanStatus } from '@opentelemetry/api';
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace-base';
+import { LEADER_LINK_ATTRIBUTES, type ParentOfSpan, type SpanOut } from './exchange-spans.js';
 
 // wire types
 const VARINT = 0;
@@ -112,19 +117,28 @@ class Writer {
 
   /** An HrTime ([seconds, nanoseconds]) as nanoseconds since the epoch, fixed64. */
   time(t: HrTime): void {
+    this.nanos(t[0], t[1]);
+  }
+
+  /** seconds and nanoseconds since the epoch as nanoseconds, fixed64 */
+  nanos(seconds: number, nanoseconds: number): void {
     // seconds × 1e9 passes 2^53: split the seconds at 16 bits so that each product stays exact
-    const seconds = t[0];
     const secondsHigh = Math.floor(seconds / TWO_16);
     const secondsLow = seconds - secondsHigh * TWO_16;
     const highNanos = secondsHigh * 1e9; // to be shifted up by 16 bits
     const highNanosLow16 = highNanos % TWO_16;
-    const carried = highNanosLow16 * TWO_16 + secondsLow * 1e9 + t[1];
+    const carried = highNanosLow16 * TWO_16 + secondsLow * 1e9 + nanoseconds;
     const low = carried % TWO_32;
     const high = (highNanos - highNanosLow16) / TWO_16 + Math.floor(carried / TWO_32);
     this.room(8);
     this.buf.writeUInt32LE(low >>> 0, this.pos);
     this.buf.writeUInt32LE(high >>> 0, this.pos + 4);
     this.pos += 8;
+  }
+
+  /** Epoch milliseconds as the SDK's millisToHrTime makes them an HrTime, then as nanoseconds (fixed64). */
+  millis(ms: number): void {
+    this.nanos(Math.trunc(ms / 1000), Math.round((ms % 1000) * 1e6));
   }
 
   double(v: number): void {
@@ -159,6 +173,22 @@ class Writer {
     this.varint(len);
     this.room(len);
     this.pos += this.buf.write(s, this.pos, len, 'utf8');
+  }
+
+  /** A few bytes already encoded (a key), copied in a loop: shorter than a native call's own cost. */
+  raw(b: Uint8Array): void {
+    const n = b.length;
+    this.room(n);
+    const buf = this.buf;
+    let p = this.pos;
+    for (let i = 0; i < n; i++) buf[p++] = b[i]!;
+    this.pos = p;
+  }
+
+  /** Bytes already encoded, as they are. */
+  copy(from: Buffer, start: number, end: number): void {
+    this.room(end - start);
+    this.pos += from.copy(this.buf, this.pos, start, end);
   }
 
   bytes(b: Uint8Array): void {
@@ -252,17 +282,20 @@ function anyValue(w: Writer, value: AttributeValue | Uint8Array | Record<string,
 function keyValues(w: Writer, attributes: Attributes, field: number): void {
   const t = tag(field, LENGTH);
   // own enumerable keys, in for…in's order (what the official serializer walks)
-  for (const key of Object.keys(attributes)) {
-    w.byte(t);
-    const kv = w.open();
-    w.byte(tag(1, LENGTH));
-    w.string(key);
-    w.byte(tag(2, LENGTH));
-    const value = w.open();
-    anyValue(w, attributes[key]);
-    w.close(value);
-    w.close(kv);
-  }
+  for (const key of Object.keys(attributes)) keyValue(w, t, key, attributes[key]);
+}
+
+/** One KeyValue, under the tag `t` (a span's attributes, a link's, a resource's…). */
+function keyValue(w: Writer, t: number, key: string, v: AttributeValue | undefined): void {
+  w.byte(t);
+  const kv = w.open();
+  w.byte(tag(1, LENGTH));
+  w.string(key);
+  w.byte(tag(2, LENGTH));
+  const value = w.open();
+  anyValue(w, v);
+  w.close(value);
+  w.close(kv);
 }
 
 function status(w: Writer, s: SpanStatus): void {
@@ -356,7 +389,7 @@ function span(w: Writer, s: ReadableSpan): void {
   w.close(at);
 }
 
-function scopeSpans(w: Writer, scope: InstrumentationScope & { attributes?: Attributes; droppedAttributesCount?: number }, spans: ReadableSpan[]): void {
+function scopeSpans(w: Writer, scope: InstrumentationScope & { attributes?: Attributes; droppedAttributesCount?: number }, spans: (ReadableSpan | EncodedSpan)[]): void {
   w.byte(tag(2, LENGTH)); // ResourceSpans.scope_spans
   const at = w.open();
   w.byte(tag(1, LENGTH));
@@ -373,7 +406,19 @@ function scopeSpans(w: Writer, scope: InstrumentationScope & { attributes?: Attr
     w.varint(scope.droppedAttributesCount);
   }
   w.close(s);
-  for (const one of spans) span(w, one);
+  for (let i = 0; i < spans.length; i++) {
+    const one = spans[i]!;
+    if (!(one instanceof EncodedSpan)) {
+      span(w, one);
+      continue;
+    }
+    // spans the relay encoded as they ended lie one after the other in their buffer: copied a run at a time
+    let j = i;
+    while (j + 1 < spans.length && isNextOf(spans[j + 1]!, spans[j] as EncodedSpan)) j++;
+    const last = spans[j] as EncodedSpan;
+    w.copy(one.buf, one.from, last.to);
+    i = j;
+  }
   if (scope.schemaUrl) {
     w.byte(tag(3, LENGTH));
     w.string(scope.schemaUrl);
@@ -381,7 +426,7 @@ function scopeSpans(w: Writer, scope: InstrumentationScope & { attributes?: Attr
   w.close(at);
 }
 
-function resourceSpans(w: Writer, resource: Resource, scopes: Map<InstrumentationScope, ReadableSpan[]>): void {
+function resourceSpans(w: Writer, resource: Resource, scopes: Map<InstrumentationScope, (ReadableSpan | EncodedSpan)[]>): void {
   w.byte(tag(1, LENGTH)); // ExportTraceServiceRequest.resource_spans
   const at = w.open();
   w.byte(tag(1, LENGTH));
@@ -398,14 +443,127 @@ function resourceSpans(w: Writer, resource: Resource, scopes: Map<Instrumentatio
   w.close(at);
 }
 
+const isNextOf = (next: ReadableSpan | EncodedSpan, prev: EncodedSpan): boolean => next instanceof EncodedSpan && next.buf === prev.buf && next.from === prev.to;
+
+const SAMPLED_CONTEXT: SpanContext = Object.freeze({ traceId: '', spanId: '', traceFlags: 1 });
+/** how much of a slab (the buffer spans are encoded into as they end) is filled before the next is taken */
+const SLAB = 64 * 1024;
+const SLAB_FULL = SLAB - 4 * 1024;
+
+/**
+ * A span the relay encoded as it ended (ProtoSpans): its bytes, ScopeSpans' field 2 and all, in a slab
+ * shared with the spans encoded before and after it. It goes through the SDK's BatchSpanProcessor in place
+ * of a span object, and encodeTraceExport copies its bytes: what the processor reads of a span is there
+ * (its trace flags, sampled; its resource, for attributes still pending, which the relay's never are), and
+ * nothing else is.
+ */
+export class EncodedSpan {
+  constructor(
+    readonly buf: Buffer,
+    readonly from: number,
+    readonly to: number,
+    readonly resource: Resource,
+    readonly instrumentationScope: InstrumentationScope,
+  ) {}
+  spanContext(): SpanContext {
+    return SAMPLED_CONTEXT;
+  }
+}
+
+const ERROR_CODE = 2; // SpanStatusCode.ERROR
+const UNSET: SpanStatus = { code: 0 };
+const SPAN_KIND_OFFSET = 1; // OTLP's kinds count from 1, the API's from 0
+
+/**
+ * The SpanOut (exchange-spans.ts) that writes each span as OTLP/protobuf as it ends, into a slab, and hands
+ * it on as an EncodedSpan: the bytes span() writes for the same span as an object (checked by
+ * test/unit/tracing/exchange-spans.test.ts), with no span object, attribute map or time pair on the way.
+ */
+export class ProtoSpans implements SpanOut {
+  private w = new Writer(SLAB);
+  private from = 0;
+  private at = 0;
+  private flags = 0;
+  private readonly keys = new Map<string, Uint8Array>();
+
+  constructor(
+    private readonly resource: Resource,
+    private readonly scope: InstrumentationScope,
+    private readonly emit: (span: EncodedSpan) => void,
+  ) {}
+
+  begin(name: string, kind: SpanKind, traceId: string, spanId: string, parent: ParentOfSpan | undefined, start: number, end: number): void {
+    if (this.w.pos >= SLAB_FULL) this.w = new Writer(SLAB);
+    const w = this.w;
+    this.from = w.pos;
+
+    w.byte(tag(2, LENGTH)); // ScopeSpans.spans
+    this.at = w.open();
+    w.byte(tag(1, LENGTH));
+    w.hex(traceId);
+    w.byte(tag(2, LENGTH));
+    w.hex(spanId);
+    if (parent) {
+      w.byte(tag(4, LENGTH));
+      w.hex(parent.spanId);
+    }
+    w.byte(tag(5, LENGTH));
+    w.string(name);
+    w.byte(tag(6, VARINT));
+    w.varint(kind + SPAN_KIND_OFFSET);
+    w.byte(tag(7, FIXED64));
+    w.millis(start);
+    w.byte(tag(8, FIXED64));
+    w.millis(Math.max(start, end));
+    this.flags = spanFlags(1, parent?.isRemote);
+  }
+
+  attr(key: string, value: AttributeValue): void {
+    const w = this.w;
+    let head = this.keys.get(key);
+    if (head === undefined) {
+      // a key's bytes, KeyValue's field 1 and the tag of its field 2, written once: the relay's keys are few
+      const k = new Writer(key.length * 3 + 8);
+      k.byte(tag(1, LENGTH));
+      k.string(key);
+      k.byte(tag(2, LENGTH));
+      head = k.buf.subarray(0, k.pos);
+      if (this.keys.size < 256) this.keys.set(key, head);
+    }
+    w.byte(tag(9, LENGTH));
+    const kv = w.open();
+    w.raw(head);
+    const at = w.open();
+    anyValue(w, value);
+    w.close(at);
+    w.close(kv);
+  }
+
+  end(error: string | undefined, leader: { traceId: string; spanId: string } | undefined): void {
+    const w = this.w;
+    w.byte(tag(10, VARINT)); // dropped attributes, events (none), links
+    w.byte(0);
+    w.byte(tag(12, VARINT));
+    w.byte(0);
+    if (leader) link(w, { context: { traceId: leader.traceId, spanId: leader.spanId, traceFlags: 1 }, attributes: LEADER_LINK_ATTRIBUTES });
+    w.byte(tag(14, VARINT));
+    w.byte(0);
+    status(w, error ? { code: ERROR_CODE, message: error } : UNSET);
+    w.varint(FLAGS_TAG);
+    w.fixed32(this.flags);
+    w.close(this.at);
+    this.emit(new EncodedSpan(w.buf, this.from, w.pos, this.resource, this.scope));
+  }
+}
+
 /** the size of the last request: where the next one's buffer starts (at most 4 MiB: one batch of spans with
  * captured content must not make every later request hold as much) */
 let lastSize = 64 * 1024;
 const MAX_START = 4 * 1024 * 1024;
 
 /** An ExportTraceServiceRequest of these spans, grouped by resource, then by instrumentation scope. */
-export function encodeTraceExport(spans: ReadableSpan[]): Uint8Array {
-  const resources = new Map<Resource, Map<InstrumentationScope, ReadableSpan[]>>();
+export function encodeTraceExport(spans: (ReadableSpan | EncodedSpan)[]): Uint8Array {
+  const resources = new Map<Resource, Map<InstrumentationScope, (ReadableSpan | EncodedSpan)[]>>();
   for (const s of spans) {
     let scopes = resources.get(s.resource);
     if (!scopes) resources.set(s.resource, (scopes = new Map()));

@@ -1,17 +1,19 @@
 // The export side of tracing, on the report worker thread (loaded there only when tracing is on): each
 // exchange's spans go to the SDK's BatchSpanProcessor and from there to the official OTLP exporter
-// (http/protobuf or http/json). Nothing here runs on the event loop, so an endpoint that is slow or down
-// cannot delay an answer; the processor's queue is bounded (OTEL_BSP_MAX_QUEUE_SIZE), and what does not fit
-// is dropped and counted. The SDK drops silently, so the counting is done around it: spans handed to the
-// processor, spans it handed to the exporter (it takes them off its queue in the same step), and the
-// exporter's outcome for each.
+// (http/protobuf or http/json). For http/protobuf a span reaches the processor already encoded (ProtoSpans
+// of otlp-proto.ts: bytes in a shared buffer, no span object); for http/json as a span object
+// (SpanObjects), for the official JSON serializer. Nothing here runs on the event loop, so an endpoint
+// that is slow or down cannot delay an answer; the processor's queue is bounded (OTEL_BSP_MAX_QUEUE_SIZE),
+// and what does not fit is dropped and counted. The SDK drops silently, so the counting is done around it:
+// spans handed to the processor, spans it handed to the exporter (it takes them off its queue in the same
+// step), and the exporter's outcome for each.
 import { hostname } from 'node:os';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { ProxyFacts } from '../core/exchange-record.js';
 import type { StoredReport } from '../storage/report-store.js';
-import { exchangeSpans, type SpanContextOfRelay } from './exchange-spans.js';
+import { SpanObjects, type SpanOut, exchangeSpans } from './exchange-spans.js';
 import { HOST_NAME, SCHEMA_URL, SERVICE_NAME, SERVICE_VERSION } from './genai-attributes.js';
 import type { TracingSettings } from './tracing-config.js';
 
@@ -106,32 +108,37 @@ export async function createSpanExport(settings: TracingSettings, opts: SpanExpo
     exportTimeoutMillis: settings.exportTimeoutMs,
   });
 
-  const relay: SpanContextOfRelay = {
-    resource: defaultResource().merge(
-      resourceFromAttributes(
-        Object.assign({ [HOST_NAME]: hostname() }, settings.resourceAttributes, { [SERVICE_NAME]: settings.serviceName, [SERVICE_VERSION]: opts.version }),
-      ),
+  const resource = defaultResource().merge(
+    resourceFromAttributes(
+      Object.assign({ [HOST_NAME]: hostname() }, settings.resourceAttributes, { [SERVICE_NAME]: settings.serviceName, [SERVICE_VERSION]: opts.version }),
     ),
-    scope: { name: 'llm-relay', version: opts.version, schemaUrl: SCHEMA_URL },
-    captureContent: settings.captureContent,
+  );
+  const scope = { name: 'llm-relay', version: opts.version, schemaUrl: SCHEMA_URL };
+  let dropped = 0;
+  const hand = (span: ReadableSpan): void => {
+    // The processor's queue holds what it was handed and has not yet passed to the exporter: when that is
+    // full, it drops the span without a word. Counted here, and not handed to it at all.
+    if (handed - taken >= settings.maxQueueSize) {
+      dropped++;
+      return;
+    }
+    handed++;
+    processor.onEnd(span);
   };
+  // http/protobuf: each span is written as bytes as it ends (otlp-proto.ts), and the processor queues those;
+  // http/json: span objects, for the official JSON serializer.
+  const out: SpanOut =
+    settings.protocol === 'http/protobuf'
+      ? new (await import('./otlp-proto.js')).ProtoSpans(resource, scope, hand as (span: unknown) => void)
+      : new SpanObjects({ resource, scope }, hand);
 
   return {
     counters,
     submit(facts, report) {
-      let dropped = 0;
-      for (const span of exchangeSpans(facts, report, relay)) {
-        // The processor's queue holds what it was handed and has not yet passed to the exporter: when that
-        // is full, it drops the span without a word. Counted here, and not handed to it at all.
-        if (handed - taken >= settings.maxQueueSize) {
-          dropped++;
-          continue;
-        }
-        handed++;
-        processor.onEnd(span);
-      }
+      exchangeSpans(facts, report, out, settings.captureContent);
       if (dropped > 0) {
         counters.dropped += dropped;
+        dropped = 0;
         opts.onCounters();
       }
     },
