@@ -76,9 +76,49 @@ function errorTypeOf(f: ProxyFacts, outcome: string): string | undefined {
  */
 export interface SpanOut {
   begin(name: string, kind: SpanKind, traceId: string, spanId: string, parent: ParentOfSpan | undefined, start: number, end: number): void;
-  attr(key: string, value: AttributeValue): void;
+  attr(key: SpanKey, value: AttributeValue): void;
   end(error: string | undefined, leader: TraceFacts['leader']): void;
 }
+
+/**
+ * An attribute's key as both writers want it: its name (genai-attributes.ts), and the protobuf bytes that
+ * stand for it in a KeyValue, which ProtoSpans makes on first use and keeps here — no lookup per span.
+ */
+export class SpanKey {
+  bytes: Uint8Array | undefined;
+  constructor(readonly name: string) {}
+}
+
+/** The keys of the relay's span attributes. */
+const K = {
+  ERROR_TYPE: new SpanKey(A.ERROR_TYPE),
+  GEN_AI_INPUT_MESSAGES: new SpanKey(A.GEN_AI_INPUT_MESSAGES),
+  GEN_AI_OPERATION_NAME: new SpanKey(A.GEN_AI_OPERATION_NAME),
+  GEN_AI_OUTPUT_MESSAGES: new SpanKey(A.GEN_AI_OUTPUT_MESSAGES),
+  GEN_AI_PROVIDER_NAME: new SpanKey(A.GEN_AI_PROVIDER_NAME),
+  GEN_AI_REQUEST_MODEL: new SpanKey(A.GEN_AI_REQUEST_MODEL),
+  GEN_AI_REQUEST_STREAM: new SpanKey(A.GEN_AI_REQUEST_STREAM),
+  GEN_AI_RESPONSE_FINISH_REASONS: new SpanKey(A.GEN_AI_RESPONSE_FINISH_REASONS),
+  GEN_AI_RESPONSE_ID: new SpanKey(A.GEN_AI_RESPONSE_ID),
+  GEN_AI_RESPONSE_MODEL: new SpanKey(A.GEN_AI_RESPONSE_MODEL),
+  GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: new SpanKey(A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK),
+  GEN_AI_SYSTEM_INSTRUCTIONS: new SpanKey(A.GEN_AI_SYSTEM_INSTRUCTIONS),
+  GEN_AI_USAGE_INPUT_TOKENS: new SpanKey(A.GEN_AI_USAGE_INPUT_TOKENS),
+  GEN_AI_USAGE_OUTPUT_TOKENS: new SpanKey(A.GEN_AI_USAGE_OUTPUT_TOKENS),
+  HTTP_REQUEST_METHOD: new SpanKey(A.HTTP_REQUEST_METHOD),
+  HTTP_RESPONSE_STATUS_CODE: new SpanKey(A.HTTP_RESPONSE_STATUS_CODE),
+  RELAY_CACHE_KEY: new SpanKey(A.RELAY_CACHE_KEY),
+  RELAY_CACHE_NAMESPACE: new SpanKey(A.RELAY_CACHE_NAMESPACE),
+  RELAY_CACHE_STATUS: new SpanKey(A.RELAY_CACHE_STATUS),
+  RELAY_COST_USD: new SpanKey(A.RELAY_COST_USD),
+  RELAY_ORIGIN_REPORT_ID: new SpanKey(A.RELAY_ORIGIN_REPORT_ID),
+  RELAY_OUTCOME: new SpanKey(A.RELAY_OUTCOME),
+  RELAY_REPORT_ID: new SpanKey(A.RELAY_REPORT_ID),
+  RELAY_USAGE_ESTIMATED: new SpanKey(A.RELAY_USAGE_ESTIMATED),
+  SERVER_ADDRESS: new SpanKey(A.SERVER_ADDRESS),
+  SERVER_PORT: new SpanKey(A.SERVER_PORT),
+  URL_PATH: new SpanKey(A.URL_PATH),
+} as const;
 
 /** A span's parent: the client's span (remote, with its flags), or the relay's exchange span. */
 export interface ParentOfSpan {
@@ -101,13 +141,6 @@ export function exchangeSpans(f: ProxyFacts, report: StoredReport, out: SpanOut,
   const { host, port } = serverOf(f.upstream);
   const provider = A.providerOf(report.provider, host);
   const stream = request?.stream === true;
-  // What both spans say of the GenAI request.
-  const requestAttributes = (): void => {
-    if (operation) out.attr(A.GEN_AI_OPERATION_NAME, operation);
-    if (provider) out.attr(A.GEN_AI_PROVIDER_NAME, provider);
-    if (requestModel) out.attr(A.GEN_AI_REQUEST_MODEL, requestModel);
-    if (stream) out.attr(A.GEN_AI_REQUEST_STREAM, true);
-  };
 
   // the report's outcome: a stream that ended cleanly but carried an error event is a stream-error there
   const reported = obj(report.proxy)?.outcome;
@@ -121,51 +154,59 @@ export function exchangeSpans(f: ProxyFacts, report: StoredReport, out: SpanOut,
     // What the answer held (model, id, finish reasons, tokens) is said once, on the exchange's span: a
     // backend that sums gen_ai.usage.* over a trace must not count a call twice.
     out.begin(name, SpanKind.CLIENT, t.traceId, up.spanId, { spanId: t.spanId, traceFlags: SAMPLED, isRemote: undefined }, up.start, up.end ?? end);
-    requestAttributes();
+    requestAttributes(out, operation, provider, requestModel, stream);
     if (host) {
-      out.attr(A.SERVER_ADDRESS, host);
-      out.attr(A.SERVER_PORT, port);
+      out.attr(K.SERVER_ADDRESS, host);
+      out.attr(K.SERVER_PORT, port);
     }
-    if (up.status !== undefined) out.attr(A.HTTP_RESPONSE_STATUS_CODE, up.status);
-    if (t.firstChunk !== undefined && up.status !== undefined) out.attr(A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, (t.firstChunk - up.start) / 1000);
+    if (up.status !== undefined) out.attr(K.HTTP_RESPONSE_STATUS_CODE, up.status);
+    if (t.firstChunk !== undefined && up.status !== undefined) out.attr(K.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, (t.firstChunk - up.start) / 1000);
     const upError = up.error ?? (up.status !== undefined && up.status >= 400 ? String(up.status) : outcome === 'stream-error' ? 'stream-error' : undefined);
-    if (upError) out.attr(A.ERROR_TYPE, upError);
+    if (upError) out.attr(K.ERROR_TYPE, upError);
     out.end(upError, undefined);
   }
 
   // The exchange: the request's and the answer's GenAI attributes, and the relay's own.
   const parent: ParentOfSpan | undefined = t.parentSpanId === undefined ? undefined : { spanId: t.parentSpanId, traceFlags: t.parentFlags ?? SAMPLED, isRemote: true };
   out.begin(name, SpanKind.SERVER, t.traceId, t.spanId, parent, t.start, end);
-  requestAttributes();
+  requestAttributes(out, operation, provider, requestModel, stream);
   const responseModel = str(response?.model);
-  if (responseModel) out.attr(A.GEN_AI_RESPONSE_MODEL, responseModel);
+  if (responseModel) out.attr(K.GEN_AI_RESPONSE_MODEL, responseModel);
   const responseId = str(response?.id);
-  if (responseId) out.attr(A.GEN_AI_RESPONSE_ID, responseId);
+  if (responseId) out.attr(K.GEN_AI_RESPONSE_ID, responseId);
   const reasons = finishReasonsOf(response);
-  if (reasons) out.attr(A.GEN_AI_RESPONSE_FINISH_REASONS, reasons);
+  if (reasons) out.attr(K.GEN_AI_RESPONSE_FINISH_REASONS, reasons);
   if (report.usage) {
-    out.attr(A.GEN_AI_USAGE_INPUT_TOKENS, report.usage.inputTokens);
-    out.attr(A.GEN_AI_USAGE_OUTPUT_TOKENS, report.usage.outputTokens);
+    out.attr(K.GEN_AI_USAGE_INPUT_TOKENS, report.usage.inputTokens);
+    out.attr(K.GEN_AI_USAGE_OUTPUT_TOKENS, report.usage.outputTokens);
   }
   if (!operation) {
     // not a GenAI call the relay knows: the span is named by its method, and says its path
-    out.attr(A.HTTP_REQUEST_METHOD, f.method);
-    out.attr(A.URL_PATH, pathOf(f.url));
+    out.attr(K.HTTP_REQUEST_METHOD, f.method);
+    out.attr(K.URL_PATH, pathOf(f.url));
   }
-  out.attr(A.HTTP_RESPONSE_STATUS_CODE, f.status);
-  if (t.firstChunk !== undefined) out.attr(A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, (t.firstChunk - t.start) / 1000);
-  if (error) out.attr(A.ERROR_TYPE, error);
-  out.attr(A.RELAY_CACHE_STATUS, f.cacheStatus);
-  if (f.cacheKey) out.attr(A.RELAY_CACHE_KEY, f.cacheKey);
-  if (t.namespace) out.attr(A.RELAY_CACHE_NAMESPACE, t.namespace);
-  out.attr(A.RELAY_REPORT_ID, f.id);
-  if (f.originReportId) out.attr(A.RELAY_ORIGIN_REPORT_ID, f.originReportId);
-  if (outcome !== 'complete') out.attr(A.RELAY_OUTCOME, outcome);
+  out.attr(K.HTTP_RESPONSE_STATUS_CODE, f.status);
+  if (t.firstChunk !== undefined) out.attr(K.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, (t.firstChunk - t.start) / 1000);
+  if (error) out.attr(K.ERROR_TYPE, error);
+  out.attr(K.RELAY_CACHE_STATUS, f.cacheStatus);
+  if (f.cacheKey) out.attr(K.RELAY_CACHE_KEY, f.cacheKey);
+  if (t.namespace) out.attr(K.RELAY_CACHE_NAMESPACE, t.namespace);
+  out.attr(K.RELAY_REPORT_ID, f.id);
+  if (f.originReportId) out.attr(K.RELAY_ORIGIN_REPORT_ID, f.originReportId);
+  if (outcome !== 'complete') out.attr(K.RELAY_OUTCOME, outcome);
   // what the call cost upstream (a hit or coalesced call costs nothing: no attribute)
-  if (typeof report.costUsd === 'number' && report.costUsd > 0) out.attr(A.RELAY_COST_USD, report.costUsd);
-  if (report.usage?.estimated) out.attr(A.RELAY_USAGE_ESTIMATED, true);
+  if (typeof report.costUsd === 'number' && report.costUsd > 0) out.attr(K.RELAY_COST_USD, report.costUsd);
+  if (report.usage?.estimated) out.attr(K.RELAY_USAGE_ESTIMATED, true);
   if (captureContent) addContent(out, report.request.body, report.response.body);
   out.end(error, t.leader);
+}
+
+/** What both spans say of the GenAI request. */
+function requestAttributes(out: SpanOut, operation: string | undefined, provider: string | undefined, model: string | undefined, stream: boolean): void {
+  if (operation) out.attr(K.GEN_AI_OPERATION_NAME, operation);
+  if (provider) out.attr(K.GEN_AI_PROVIDER_NAME, provider);
+  if (model) out.attr(K.GEN_AI_REQUEST_MODEL, model);
+  if (stream) out.attr(K.GEN_AI_REQUEST_STREAM, true);
 }
 
 /** `{operation} {model}`: a relay sees a few of each, so the names are kept rather than built per span. */
@@ -207,8 +248,8 @@ export class SpanObjects implements SpanOut {
     this.attributes = {};
   }
 
-  attr(key: string, value: AttributeValue): void {
-    this.attributes[key] = value;
+  attr(key: SpanKey, value: AttributeValue): void {
+    this.attributes[key.name] = value;
   }
 
   end(error: string | undefined, leader: TraceFacts['leader']): void {
@@ -252,7 +293,7 @@ function pathOf(url: string): string {
 
 function addContent(out: SpanOut, request: unknown, response: unknown): void {
   const m = messagesOf(request, response);
-  if (m.system && m.system.length > 0) out.attr(A.GEN_AI_SYSTEM_INSTRUCTIONS, JSON.stringify(m.system));
-  if (m.input) out.attr(A.GEN_AI_INPUT_MESSAGES, JSON.stringify(m.input));
-  if (m.output) out.attr(A.GEN_AI_OUTPUT_MESSAGES, JSON.stringify(m.output));
+  if (m.system && m.system.length > 0) out.attr(K.GEN_AI_SYSTEM_INSTRUCTIONS, JSON.stringify(m.system));
+  if (m.input) out.attr(K.GEN_AI_INPUT_MESSAGES, JSON.stringify(m.input));
+  if (m.output) out.attr(K.GEN_AI_OUTPUT_MESSAGES, JSON.stringify(m.output));
 }

@@ -19,7 +19,7 @@ const text = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 30 }), // lone surrogates included
   fc.string({ unit: 'grapheme', maxLength: 80 }),
   fc.string({ minLength: 40, maxLength: 300 }),
-  fc.constantFrom('', 'chat gpt-4o-mini', 'x'.repeat(47), 'x'.repeat(48), 'é'.repeat(64), 'a'.repeat(200)),
+  fc.constantFrom('', 'chat gpt-4o-mini', 'x'.repeat(47), 'x'.repeat(48), 'x'.repeat(127), 'x'.repeat(128), 'é'.repeat(64), 'a'.repeat(200)),
 );
 const number = fc.oneof(
   fc.integer(),
