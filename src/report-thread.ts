@@ -11,7 +11,7 @@ import type { RecordBatch } from './core/exchange-record.js';
 import type { ReportPort, WriterCounters } from './core/report-service.js';
 import type { ApiOutcome } from './core/report-sink.js';
 import { preparePrivateFile } from './storage/private-files.js';
-import type { TracingSettings } from './tracing/tracing-config.js';
+import { type TracingSettings, lastExportBoundMs } from './tracing/tracing-config.js';
 
 /** What the worker needs to build its side: plain data (it crosses to the thread). */
 export interface ReportThreadSettings {
@@ -87,6 +87,12 @@ const RETENTION_WAKE_MS = 10 * 60_000;
 const SPANS_DONE_SLACK_MS = 1000;
 
 type SpanCounters = NonNullable<WriterCounters['spans']>;
+
+function addSpans(into: SpanCounters, from: SpanCounters): void {
+  into.exported += from.exported;
+  into.failed += from.failed;
+  into.dropped += from.dropped;
+}
 
 interface Pending {
   resolve(outcomes: ApiOutcome[] | undefined): void;
@@ -208,7 +214,7 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
     w.unref();
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, Math.min(settings.tracing.timeoutMs, 5000) + SPANS_DONE_SLACK_MS);
+      timer = setTimeout(resolve, lastExportBoundMs(settings.tracing) + SPANS_DONE_SLACK_MS);
       timer.unref();
     });
     const gone: Promise<void> = Promise.race([out, late])
@@ -230,9 +236,7 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
     const last = spansOf.get(w);
     if (!last) return;
     spansOf.delete(w);
-    spansEnded.exported += last.exported;
-    spansEnded.failed += last.failed;
-    spansEnded.dropped += last.dropped;
+    addSpans(spansEnded, last);
   }
 
   let starts = 0;
@@ -339,11 +343,7 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
     get counters() {
       if (!settings.tracing.enabled) return counters;
       const spans = { ...spansEnded };
-      for (const c of spansOf.values()) {
-        spans.exported += c.exported;
-        spans.failed += c.failed;
-        spans.dropped += c.dropped;
-      }
+      for (const c of spansOf.values()) addSpans(spans, c);
       return { ...counters, spans };
     },
     get state() {

@@ -284,20 +284,17 @@ function anyValue(w: Writer, value: AttributeValue | Uint8Array | Record<string,
 function keyValues(w: Writer, attributes: Attributes, field: number): void {
   const t = tag(field, LENGTH);
   // own enumerable keys, in for…in's order (what the official serializer walks)
-  for (const key of Object.keys(attributes)) keyValue(w, t, key, attributes[key]);
-}
-
-/** One KeyValue, under the tag `t` (a span's attributes, a link's, a resource's…). */
-function keyValue(w: Writer, t: number, key: string, v: AttributeValue | undefined): void {
-  w.byte(t);
-  const kv = w.open();
-  w.byte(tag(1, LENGTH));
-  w.string(key);
-  w.byte(tag(2, LENGTH));
-  const value = w.open();
-  anyValue(w, v);
-  w.close(value);
-  w.close(kv);
+  for (const key of Object.keys(attributes)) {
+    w.byte(t);
+    const kv = w.open();
+    w.byte(tag(1, LENGTH));
+    w.string(key);
+    w.byte(tag(2, LENGTH));
+    const value = w.open();
+    anyValue(w, attributes[key]);
+    w.close(value);
+    w.close(kv);
+  }
 }
 
 function status(w: Writer, s: SpanStatus): void {
@@ -354,24 +351,33 @@ function link(w: Writer, l: Link): void {
 // span's field 16 (flags, fixed32): a tag of two bytes
 const FLAGS_TAG = tag(16, FIXED32);
 
-function span(w: Writer, s: ReadableSpan): void {
+/**
+ * A span's first fields, up to its kind (span objects and ProtoSpans alike): ScopeSpans' field 2 is opened,
+ * and the position of its length byte returned, for `close` once the span is written.
+ */
+function spanHead(w: Writer, c: SpanContext, parentSpanId: string | undefined, name: string, kind: SpanKind | undefined): number {
   w.byte(tag(2, LENGTH)); // ScopeSpans.spans
   const at = w.open();
-  const c: SpanContext = s.spanContext();
   contextIds(w, c);
-  const parent = s.parentSpanContext;
-  if (parent?.spanId) {
+  if (parentSpanId) {
     w.byte(tag(4, LENGTH));
-    w.hex(parent.spanId);
+    w.hex(parentSpanId);
   }
   w.byte(tag(5, LENGTH));
-  w.string(s.name);
+  w.string(name);
   // OTLP's kinds count from 1 (0 is "unspecified"); the API's from 0
-  const kind = s.kind == null ? 0 : s.kind + 1;
-  if (kind !== 0) {
+  const otlpKind = kind == null ? 0 : kind + 1;
+  if (otlpKind !== 0) {
     w.byte(tag(6, VARINT));
-    w.varint(kind);
+    w.varint(otlpKind);
   }
+  return at;
+}
+
+function span(w: Writer, s: ReadableSpan): void {
+  const c: SpanContext = s.spanContext();
+  const parent = s.parentSpanContext;
+  const at = spanHead(w, c, parent?.spanId, s.name, s.kind);
   w.byte(tag(7, FIXED64));
   w.time(s.startTime);
   w.byte(tag(8, FIXED64));
@@ -483,7 +489,6 @@ function keyBytes(key: string): Uint8Array {
 
 const ERROR_CODE = 2; // SpanStatusCode.ERROR
 const UNSET: SpanStatus = { code: 0 };
-const SPAN_KIND_OFFSET = 1; // OTLP's kinds count from 1, the API's from 0
 
 /**
  * The SpanOut (exchange-spans.ts) that writes each span as OTLP/protobuf as it ends, into a slab, and hands
@@ -506,21 +511,7 @@ export class ProtoSpans implements SpanOut {
     if (this.w.pos >= SLAB_FULL) this.w = new Writer(SLAB);
     const w = this.w;
     this.from = w.pos;
-
-    w.byte(tag(2, LENGTH)); // ScopeSpans.spans
-    this.at = w.open();
-    w.byte(tag(1, LENGTH));
-    w.hex(traceId);
-    w.byte(tag(2, LENGTH));
-    w.hex(spanId);
-    if (parent) {
-      w.byte(tag(4, LENGTH));
-      w.hex(parent.spanId);
-    }
-    w.byte(tag(5, LENGTH));
-    w.string(name);
-    w.byte(tag(6, VARINT));
-    w.varint(kind + SPAN_KIND_OFFSET);
+    this.at = spanHead(w, { traceId, spanId, traceFlags: 1 }, parent?.spanId, name, kind);
     w.byte(tag(7, FIXED64));
     w.millis(start);
     w.byte(tag(8, FIXED64));

@@ -15,7 +15,8 @@ import type { ProxyFacts } from '../core/exchange-record.js';
 import type { StoredReport } from '../storage/report-store.js';
 import { SpanObjects, type SpanOut, exchangeSpans } from './exchange-spans.js';
 import { HOST_NAME, SCHEMA_URL, SERVICE_NAME, SERVICE_VERSION } from './genai-attributes.js';
-import type { TracingSettings } from './tracing-config.js';
+import type { EncodedSpan } from './otlp-proto.js';
+import { lastExportBoundMs, type TracingSettings } from './tracing-config.js';
 
 export interface SpanCounters {
   /** spans the exporter delivered */
@@ -115,7 +116,7 @@ export async function createSpanExport(settings: TracingSettings, opts: SpanExpo
   );
   const scope = { name: 'llm-relay', version: opts.version, schemaUrl: SCHEMA_URL };
   let dropped = 0;
-  const hand = (span: ReadableSpan): void => {
+  const hand = (span: ReadableSpan | EncodedSpan): void => {
     // The processor's queue holds what it was handed and has not yet passed to the exporter: when that is
     // full, it drops the span without a word. Counted here, and not handed to it at all.
     if (handed - taken >= settings.maxQueueSize) {
@@ -123,13 +124,14 @@ export async function createSpanExport(settings: TracingSettings, opts: SpanExpo
       return;
     }
     handed++;
-    processor.onEnd(span);
+    // (an EncodedSpan stands in for a span object: it has what the processor reads, see otlp-proto.ts)
+    processor.onEnd(span as ReadableSpan);
   };
   // http/protobuf: each span is written as bytes as it ends (otlp-proto.ts), and the processor queues those;
   // http/json: span objects, for the official JSON serializer.
   const out: SpanOut =
     settings.protocol === 'http/protobuf'
-      ? new (await import('./otlp-proto.js')).ProtoSpans(resource, scope, hand as (span: unknown) => void)
+      ? new (await import('./otlp-proto.js')).ProtoSpans(resource, scope, hand)
       : new SpanObjects({ resource, scope }, hand);
 
   return {
@@ -147,7 +149,7 @@ export async function createSpanExport(settings: TracingSettings, opts: SpanExpo
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         processor.shutdown().catch(() => undefined),
-        new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(settings.timeoutMs, 5000)))),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, lastExportBoundMs(settings)))),
       ]);
       clearTimeout(timer);
       // Spans still queued, or in an export that has not ended, are not delivered now: failed, for the

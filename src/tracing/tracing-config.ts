@@ -51,6 +51,15 @@ export const TRACING_OFF: TracingSettings = Object.freeze({
   captureContent: false,
 }) as TracingSettings;
 
+/**
+ * How long a worker's last export may take when it stops (the relay's stop, or an idle stop): the export's
+ * own timeout, at most 5 s — an endpoint that hangs must not hold a stop. What is not delivered by then is
+ * counted failed.
+ */
+export function lastExportBoundMs(t: Pick<TracingSettings, 'timeoutMs'>): number {
+  return Math.min(t.timeoutMs, 5000);
+}
+
 const SAMPLERS: readonly SamplerName[] = [
   'always_on',
   'always_off',
