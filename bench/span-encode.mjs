@@ -1,7 +1,8 @@
 // What writing a traced hit's span costs on the report worker, as the relay does it for http/protobuf:
 // exchangeSpans (src/tracing/exchange-spans.ts) writing to ProtoSpans (src/tracing/otlp-proto.ts), straight
 // into protobuf bytes, from facts and a report shaped as a cache hit's and parsed from JSON as the worker
-// gets them (14 attributes, ~770 bytes a span). With more than one build directory, their rounds are
+// gets them (14 attributes, ~770 bytes a span): 512 hits of 64 cache entries, the hits of one entry sharing
+// its kept request and answer as they do on the worker. With more than one build directory, their rounds are
 // interleaved in one process, so that a change can be measured against what it replaces
 // (`cp -r dist /tmp/before` first, then rebuild).
 //   npm run build && node bench/span-encode.mjs [dist …]        (default: ./dist)
@@ -19,8 +20,21 @@ const builds = await Promise.all(
 const resource = defaultResource().merge(resourceFromAttributes({ 'host.name': 'bench', 'service.name': 'llm-relay', 'service.version': '0.1.0' }));
 const scope = { name: 'llm-relay', version: '0.1.0', schemaUrl: 'https://opentelemetry.io/schemas/1.41.0' };
 const hex = (n, i) => (i.toString(16).padStart(n, '0') + 'ab'.repeat(n)).slice(0, n);
-const hit = (i) =>
+const ENTRIES = 64;
+// a cache entry: what the worker keeps of it (the request and answer, parsed once) and what its hits share
+const entry = (e) =>
   JSON.parse(
+    JSON.stringify({
+      cacheKey: hex(64, e * 7),
+      request: { body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] } },
+      response: { body: { id: `chatcmpl-${hex(20, e)}`, model: 'gpt-4o-mini-2024-07-18', choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'x' } }] } },
+      usage: { inputTokens: 12, outputTokens: 34 + (e % 50) },
+    }),
+  );
+const entries = Array.from({ length: ENTRIES }, (_, e) => entry(e));
+const hit = (i) => {
+  const e = entries[i % ENTRIES];
+  const { facts } = JSON.parse(
     JSON.stringify({
       facts: {
         id: `01a2152e-e44e-7704-97d7-${hex(12, i)}`,
@@ -30,21 +44,15 @@ const hit = (i) =>
         status: 200,
         outcome: 'complete',
         cacheStatus: 'HIT',
-        cacheKey: hex(64, i * 7),
-        originReportId: '01a2152e-e44e-7704-97d7-5aa934e6792e',
+        cacheKey: e.cacheKey,
+        originReportId: `01a2152e-e44e-7704-97d7-${hex(12, i % ENTRIES)}`,
         trace: { traceId: hex(32, i), spanId: hex(16, i), start: 1764110000123.456 + i, end: 1764110000125.789 + i, namespace: `cred-${hex(32, 3)}` },
-      },
-      report: {
-        request: { body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] } },
-        response: { body: { id: `chatcmpl-${hex(20, i)}`, model: 'gpt-4o-mini-2024-07-18', choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'x' } }] } },
-        model: 'gpt-4o-mini',
-        provider: 'openai',
-        proxy: { outcome: 'complete' },
-        usage: { inputTokens: 12, outputTokens: 34 + (i % 50) },
-        costUsd: 0,
       },
     }),
   );
+  const report = { request: e.request, response: e.response, model: 'gpt-4o-mini', provider: 'openai', proxy: { outcome: 'complete' }, usage: e.usage, costUsd: 0 };
+  return { facts, report };
+};
 const exchanges = Array.from({ length: 512 }, (_, i) => hit(i));
 
 const rounds = 12;

@@ -77,6 +77,12 @@ function errorTypeOf(f: ProxyFacts, outcome: string): string | undefined {
 export interface SpanOut {
   begin(name: string, kind: SpanKind, traceId: string, spanId: string, parent: ParentOfSpan | undefined, start: number, end: number): void;
   attr(key: SpanKey, value: AttributeValue): void;
+  /**
+   * The attributes `write` writes, which depend on `inputs` alone. With an `owner` (an object that lives as
+   * long as the inputs may come again: a kept answer), a writer may keep what they came to and, while every
+   * input is the same (===) as last time, write that again without calling `write`.
+   */
+  attrs(owner: object | undefined, inputs: readonly unknown[], write: (out: SpanOut) => void): void;
   end(error: string | undefined, leader: TraceFacts['leader']): void;
 }
 
@@ -166,38 +172,45 @@ export function exchangeSpans(f: ProxyFacts, report: StoredReport, out: SpanOut,
     out.end(upError, undefined);
   }
 
-  // The exchange: the request's and the answer's GenAI attributes, and the relay's own.
+  // The exchange: the request's and the answer's GenAI attributes, and the relay's own. All but two of them
+  // are the same for every hit of one cache entry (same kept request and answer, same key, same origin):
+  // written once per entry (SpanOut.attrs); the time to first chunk and the report id follow.
   const parent: ParentOfSpan | undefined = t.parentSpanId === undefined ? undefined : { spanId: t.parentSpanId, traceFlags: t.parentFlags ?? SAMPLED, isRemote: true };
   out.begin(name, SpanKind.SERVER, t.traceId, t.spanId, parent, t.start, end);
-  requestAttributes(out, operation, provider, requestModel, stream);
-  const responseModel = str(response?.model);
-  if (responseModel) out.attr(K.GEN_AI_RESPONSE_MODEL, responseModel);
-  const responseId = str(response?.id);
-  if (responseId) out.attr(K.GEN_AI_RESPONSE_ID, responseId);
-  const reasons = finishReasonsOf(response);
-  if (reasons) out.attr(K.GEN_AI_RESPONSE_FINISH_REASONS, reasons);
-  if (report.usage) {
-    out.attr(K.GEN_AI_USAGE_INPUT_TOKENS, report.usage.inputTokens);
-    out.attr(K.GEN_AI_USAGE_OUTPUT_TOKENS, report.usage.outputTokens);
-  }
-  if (!operation) {
-    // not a GenAI call the relay knows: the span is named by its method, and says its path
-    out.attr(K.HTTP_REQUEST_METHOD, f.method);
-    out.attr(K.URL_PATH, pathOf(f.url));
-  }
-  out.attr(K.HTTP_RESPONSE_STATUS_CODE, f.status);
+  const usage = report.usage;
+  const owner = f.cacheStatus === 'HIT' ? response : undefined;
+  const inputs = [report.request.body, report.response.body, name, provider, requestModel, stream, usage?.inputTokens, usage?.outputTokens, usage?.estimated, report.costUsd, f.method, f.url, f.status, error, f.cacheStatus, f.cacheKey, t.namespace, f.originReportId, outcome, captureContent];
+  out.attrs(owner, inputs, (o) => {
+    requestAttributes(o, operation, provider, requestModel, stream);
+    const responseModel = str(response?.model);
+    if (responseModel) o.attr(K.GEN_AI_RESPONSE_MODEL, responseModel);
+    const responseId = str(response?.id);
+    if (responseId) o.attr(K.GEN_AI_RESPONSE_ID, responseId);
+    const reasons = finishReasonsOf(response);
+    if (reasons) o.attr(K.GEN_AI_RESPONSE_FINISH_REASONS, reasons);
+    if (usage) {
+      o.attr(K.GEN_AI_USAGE_INPUT_TOKENS, usage.inputTokens);
+      o.attr(K.GEN_AI_USAGE_OUTPUT_TOKENS, usage.outputTokens);
+    }
+    if (!operation) {
+      // not a GenAI call the relay knows: the span is named by its method, and says its path
+      o.attr(K.HTTP_REQUEST_METHOD, f.method);
+      o.attr(K.URL_PATH, pathOf(f.url));
+    }
+    o.attr(K.HTTP_RESPONSE_STATUS_CODE, f.status);
+    if (error) o.attr(K.ERROR_TYPE, error);
+    o.attr(K.RELAY_CACHE_STATUS, f.cacheStatus);
+    if (f.cacheKey) o.attr(K.RELAY_CACHE_KEY, f.cacheKey);
+    if (t.namespace) o.attr(K.RELAY_CACHE_NAMESPACE, t.namespace);
+    if (f.originReportId) o.attr(K.RELAY_ORIGIN_REPORT_ID, f.originReportId);
+    if (outcome !== 'complete') o.attr(K.RELAY_OUTCOME, outcome);
+    // what the call cost upstream (a hit or coalesced call costs nothing: no attribute)
+    if (typeof report.costUsd === 'number' && report.costUsd > 0) o.attr(K.RELAY_COST_USD, report.costUsd);
+    if (usage?.estimated) o.attr(K.RELAY_USAGE_ESTIMATED, true);
+    if (captureContent) addContent(o, report.request.body, report.response.body);
+  });
   if (t.firstChunk !== undefined) out.attr(K.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, (t.firstChunk - t.start) / 1000);
-  if (error) out.attr(K.ERROR_TYPE, error);
-  out.attr(K.RELAY_CACHE_STATUS, f.cacheStatus);
-  if (f.cacheKey) out.attr(K.RELAY_CACHE_KEY, f.cacheKey);
-  if (t.namespace) out.attr(K.RELAY_CACHE_NAMESPACE, t.namespace);
   out.attr(K.RELAY_REPORT_ID, f.id);
-  if (f.originReportId) out.attr(K.RELAY_ORIGIN_REPORT_ID, f.originReportId);
-  if (outcome !== 'complete') out.attr(K.RELAY_OUTCOME, outcome);
-  // what the call cost upstream (a hit or coalesced call costs nothing: no attribute)
-  if (typeof report.costUsd === 'number' && report.costUsd > 0) out.attr(K.RELAY_COST_USD, report.costUsd);
-  if (report.usage?.estimated) out.attr(K.RELAY_USAGE_ESTIMATED, true);
-  if (captureContent) addContent(out, report.request.body, report.response.body);
   out.end(error, t.leader);
 }
 
@@ -250,6 +263,10 @@ export class SpanObjects implements SpanOut {
 
   attr(key: SpanKey, value: AttributeValue): void {
     this.attributes[key.name] = value;
+  }
+
+  attrs(_owner: object | undefined, _inputs: readonly unknown[], write: (out: SpanOut) => void): void {
+    write(this);
   }
 
   end(error: string | undefined, leader: TraceFacts['leader']): void {

@@ -490,13 +490,27 @@ function keyBytes(key: string): Uint8Array {
 const ERROR_CODE = 2; // SpanStatusCode.ERROR
 const UNSET: SpanStatus = { code: 0 };
 
+/** Attributes kept per owner (SpanOut.attrs) up to this size: a hit's come to ~400 bytes; captured content can
+ * make them much larger, and is then written each time. */
+const KEPT_ATTRIBUTES_MAX = 4096;
+
+function sameInputs(a: readonly unknown[], b: readonly unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /**
  * The SpanOut (exchange-spans.ts) that writes each span as OTLP/protobuf as it ends, into a slab, and hands
  * it on as an EncodedSpan: the bytes span() writes for the same span as an object (checked by
  * test/unit/tracing/exchange-spans.test.ts), with no span object, attribute map or time pair on the way.
+ * The attributes of a hit that are the same for every hit of its cache entry are written once and copied
+ * after (attrs).
  */
 export class ProtoSpans implements SpanOut {
   private w = new Writer(SLAB);
+  /** the attributes written for an owner, and the inputs they came from (the owner is a kept answer) */
+  private readonly kept = new WeakMap<object, { inputs: readonly unknown[]; bytes: Uint8Array }>();
   private from = 0;
   private at = 0;
   private flags = 0;
@@ -517,6 +531,16 @@ export class ProtoSpans implements SpanOut {
     w.byte(tag(8, FIXED64));
     w.millis(Math.max(start, end));
     this.flags = spanFlags(1, parent?.isRemote);
+  }
+
+  attrs(owner: object | undefined, inputs: readonly unknown[], write: (out: SpanOut) => void): void {
+    if (owner === undefined) return write(this);
+    const kept = this.kept.get(owner);
+    if (kept !== undefined && sameInputs(kept.inputs, inputs)) return this.w.raw(kept.bytes);
+    const from = this.w.pos;
+    write(this);
+    const to = this.w.pos;
+    if (to - from <= KEPT_ATTRIBUTES_MAX) this.kept.set(owner, { inputs, bytes: new Uint8Array(this.w.buf.subarray(from, to)) });
   }
 
   attr(key: SpanKey, value: AttributeValue): void {

@@ -3,12 +3,13 @@
 // http/protobuf path, with no span object on the way). On arbitrary exchanges — hits, misses, streams,
 // errors, coalesced calls, clients' parents, unknown paths, captured content, Unicode everywhere — an export
 // of the encoded spans is, byte for byte, what the official ProtobufTraceSerializer writes for the objects;
-// and a batch that mixes encoded spans from several slabs comes out whole and in order.
+// and a batch that mixes encoded spans from several slabs comes out whole and in order. The attributes hits of
+// one cache entry share are written once and copied after, and written again when any of their inputs changes.
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ProxyFacts } from '../../../src/core/exchange-record.js';
 import type { StoredReport } from '../../../src/storage/report-store.js';
 import { SpanObjects, exchangeSpans } from '../../../src/tracing/exchange-spans.js';
@@ -110,6 +111,66 @@ describe('an exchange’s spans, as objects and as bytes', () => {
         expect(ours(encoded).equals(official(objects))).toBe(true);
       }),
       { numRuns: 1500 },
+    );
+  });
+
+  it('hits of one entry: their shared attributes written once, copied after, and written again when an input changes', () => {
+    // what changes from one hit of the entry to the next: always the exchange's own (id, trace, times), and
+    // at times one input of the shared attributes
+    const change = fc.oneof(
+      fc.constant({}),
+      fc.constant({}),
+      fc.record({ namespace: text }),
+      fc.record({ cacheKey: hex(32) }),
+      fc.record({ originReportId: fc.uuid() }),
+      fc.record({ status: fc.integer({ min: 100, max: 599 }) }),
+      fc.record({ outcome: fc.constantFrom('complete', 'client-abort') }),
+      fc.record({ usage: fc.record({ inputTokens: fc.nat(), outputTokens: fc.nat(), estimated: fc.constant(true as const) }, { requiredKeys: ['inputTokens', 'outputTokens'] }) }),
+      fc.record({ estimated: fc.boolean() }),
+      fc.record({ content: fc.boolean() }),
+    );
+    const hit = fc.record({ id: fc.uuid(), traceId: hex(16), spanId: hex(8), start: epoch, end: opt(epoch), firstChunk: opt(epoch), change });
+    fc.assert(
+      fc.property(exchange, fc.array(hit, { minLength: 2, maxLength: 8 }), fc.object(), (first, hits, answer) => {
+        // the entry's kept request and answer: the same objects in every hit's report
+        const base = { ...first.report, response: { body: first.report.response.body ?? answer } } as StoredReport;
+        let content = first.content;
+        let shared = { ...first.facts, cacheStatus: 'HIT', trace: { ...first.facts.trace!, upstream: undefined, leader: undefined } } as ProxyFacts;
+        let usage = base.usage;
+        const exchanges = hits.map((h) => {
+          const c = h.change as Record<string, unknown>;
+          if ('content' in c) content = c.content as boolean;
+          if ('usage' in c) usage = c.usage as StoredReport['usage'];
+          if ('estimated' in c) {
+            // the same tokens, estimated or not
+            const { estimated: _, ...counted } = usage ?? { inputTokens: 3, outputTokens: 5, totalTokens: 8 };
+            usage = c.estimated ? { ...counted, estimated: true } : counted;
+          }
+          if ('namespace' in c) shared = { ...shared, trace: { ...shared.trace!, namespace: c.namespace as string } };
+          else if (!('usage' in c) && !('content' in c) && !('estimated' in c)) shared = { ...shared, ...c } as ProxyFacts;
+          const facts = { ...shared, id: h.id, trace: { ...shared.trace!, traceId: h.traceId, spanId: h.spanId, start: h.start, end: h.end, firstChunk: h.firstChunk } } as ProxyFacts;
+          return { facts, report: { ...base, usage } as StoredReport, content, changed: Object.keys(c).length > 0 };
+        });
+        const objects: ReadableSpan[] = [];
+        const encoded: EncodedSpan[] = [];
+        const asObjects = new SpanObjects({ resource, scope }, (s) => objects.push(s));
+        const asBytes = new ProtoSpans(resource, scope, (s) => encoded.push(s));
+        const attr = vi.spyOn(asBytes, 'attr');
+        let last = 0;
+        let written = 0;
+        for (const [i, x] of exchanges.entries()) {
+          exchangeSpans(x.facts, x.report, asObjects, x.content);
+          exchangeSpans(x.facts, x.report, asBytes, x.content);
+          // after the first, a hit with nothing changed writes its own attributes only (first chunk, report id)
+          const own = x.facts.trace!.firstChunk === undefined ? 1 : 2;
+          if (i > 0 && !x.changed) expect(attr.mock.calls.length - last).toBe(own);
+          written += attr.mock.calls.length - last > own ? 1 : 0;
+          last = attr.mock.calls.length;
+        }
+        expect(written).toBeGreaterThanOrEqual(1);
+        expect(ours(encoded).equals(official(objects))).toBe(true);
+      }),
+      { numRuns: 600 },
     );
   });
 
