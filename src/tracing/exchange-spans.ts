@@ -78,11 +78,13 @@ export interface SpanOut {
   begin(name: string, kind: SpanKind, traceId: string, spanId: string, parent: ParentOfSpan | undefined, start: number, end: number): void;
   attr(key: SpanKey, value: AttributeValue): void;
   /**
-   * The attributes `write` writes, which depend on `inputs` alone. With an `owner` (an object that lives as
-   * long as the inputs may come again: a kept answer), a writer may keep what they came to and, while every
-   * input is the same (===) as last time, write that again without calling `write`.
+   * Attributes that depend on `inputs` alone, for an `owner` that lives as long as those inputs may come
+   * again (a kept answer): true when the writer kept the ones it wrote for this owner and every input is the
+   * same (===) as then, and wrote them again; false when the caller is to write them (attr), then `keep`.
    */
-  attrs(owner: object | undefined, inputs: readonly unknown[], write: (out: SpanOut) => void): void;
+  repeat(owner: object, inputs: readonly unknown[]): boolean;
+  /** Keeps the attributes written since `repeat` answered false, for the owner and inputs it was given. */
+  keep(owner: object, inputs: readonly unknown[]): void;
   end(error: string | undefined, leader: TraceFacts['leader']): void;
 }
 
@@ -174,44 +176,92 @@ export function exchangeSpans(f: ProxyFacts, report: StoredReport, out: SpanOut,
 
   // The exchange: the request's and the answer's GenAI attributes, and the relay's own. All but two of them
   // are the same for every hit of one cache entry (same kept request and answer, same key, same origin):
-  // written once per entry (SpanOut.attrs); the time to first chunk and the report id follow.
+  // written once per entry (SpanOut.repeat); the time to first chunk and the report id follow.
   const parent: ParentOfSpan | undefined = t.parentSpanId === undefined ? undefined : { spanId: t.parentSpanId, traceFlags: t.parentFlags ?? SAMPLED, isRemote: true };
   out.begin(name, SpanKind.SERVER, t.traceId, t.spanId, parent, t.start, end);
-  const usage = report.usage;
   const owner = f.cacheStatus === 'HIT' ? response : undefined;
-  const inputs = [report.request.body, report.response.body, name, provider, requestModel, stream, usage?.inputTokens, usage?.outputTokens, usage?.estimated, report.costUsd, f.method, f.url, f.status, error, f.cacheStatus, f.cacheKey, t.namespace, f.originReportId, outcome, captureContent];
-  out.attrs(owner, inputs, (o) => {
-    requestAttributes(o, operation, provider, requestModel, stream);
-    const responseModel = str(response?.model);
-    if (responseModel) o.attr(K.GEN_AI_RESPONSE_MODEL, responseModel);
-    const responseId = str(response?.id);
-    if (responseId) o.attr(K.GEN_AI_RESPONSE_ID, responseId);
-    const reasons = finishReasonsOf(response);
-    if (reasons) o.attr(K.GEN_AI_RESPONSE_FINISH_REASONS, reasons);
-    if (usage) {
-      o.attr(K.GEN_AI_USAGE_INPUT_TOKENS, usage.inputTokens);
-      o.attr(K.GEN_AI_USAGE_OUTPUT_TOKENS, usage.outputTokens);
+  if (owner === undefined) sharedAttributes(out, f, report, response, operation, provider, requestModel, stream, error, outcome, captureContent);
+  else {
+    // (the inputs in an array kept for the purpose: a hit allocates none)
+    const inputs = INPUTS;
+    inputs[0] = report.request.body;
+    inputs[1] = report.response.body;
+    inputs[2] = provider;
+    inputs[3] = requestModel;
+    inputs[4] = stream;
+    inputs[5] = report.usage?.inputTokens;
+    inputs[6] = report.usage?.outputTokens;
+    inputs[7] = report.usage?.estimated;
+    inputs[8] = report.costUsd;
+    inputs[9] = f.method;
+    inputs[10] = f.url;
+    inputs[11] = f.status;
+    inputs[12] = error;
+    inputs[13] = f.cacheStatus;
+    inputs[14] = f.cacheKey;
+    inputs[15] = t.namespace;
+    inputs[16] = f.originReportId;
+    inputs[17] = outcome;
+    inputs[18] = captureContent;
+    if (!out.repeat(owner, inputs)) {
+      sharedAttributes(out, f, report, response, operation, provider, requestModel, stream, error, outcome, captureContent);
+      out.keep(owner, inputs);
     }
-    if (!operation) {
-      // not a GenAI call the relay knows: the span is named by its method, and says its path
-      o.attr(K.HTTP_REQUEST_METHOD, f.method);
-      o.attr(K.URL_PATH, pathOf(f.url));
-    }
-    o.attr(K.HTTP_RESPONSE_STATUS_CODE, f.status);
-    if (error) o.attr(K.ERROR_TYPE, error);
-    o.attr(K.RELAY_CACHE_STATUS, f.cacheStatus);
-    if (f.cacheKey) o.attr(K.RELAY_CACHE_KEY, f.cacheKey);
-    if (t.namespace) o.attr(K.RELAY_CACHE_NAMESPACE, t.namespace);
-    if (f.originReportId) o.attr(K.RELAY_ORIGIN_REPORT_ID, f.originReportId);
-    if (outcome !== 'complete') o.attr(K.RELAY_OUTCOME, outcome);
-    // what the call cost upstream (a hit or coalesced call costs nothing: no attribute)
-    if (typeof report.costUsd === 'number' && report.costUsd > 0) o.attr(K.RELAY_COST_USD, report.costUsd);
-    if (usage?.estimated) o.attr(K.RELAY_USAGE_ESTIMATED, true);
-    if (captureContent) addContent(o, report.request.body, report.response.body);
-  });
+  }
   if (t.firstChunk !== undefined) out.attr(K.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, (t.firstChunk - t.start) / 1000);
   out.attr(K.RELAY_REPORT_ID, f.id);
   out.end(error, t.leader);
+}
+
+/** What SpanOut.repeat compares for a hit: everything sharedAttributes reads (kept here, refilled per hit). */
+const INPUTS: unknown[] = new Array(19);
+
+/**
+ * The exchange span's attributes but its own two (time to first chunk, report id): for hits of one cache
+ * entry these are all the same, so a writer may keep them (SpanOut.repeat). Everything they depend on is
+ * in INPUTS.
+ */
+function sharedAttributes(
+  out: SpanOut,
+  f: ProxyFacts,
+  report: StoredReport,
+  response: Record<string, unknown> | undefined,
+  operation: string | undefined,
+  provider: string | undefined,
+  requestModel: string | undefined,
+  stream: boolean,
+  error: string | undefined,
+  outcome: string,
+  captureContent: boolean,
+): void {
+  requestAttributes(out, operation, provider, requestModel, stream);
+  const responseModel = str(response?.model);
+  if (responseModel) out.attr(K.GEN_AI_RESPONSE_MODEL, responseModel);
+  const responseId = str(response?.id);
+  if (responseId) out.attr(K.GEN_AI_RESPONSE_ID, responseId);
+  const reasons = finishReasonsOf(response);
+  if (reasons) out.attr(K.GEN_AI_RESPONSE_FINISH_REASONS, reasons);
+  const usage = report.usage;
+  if (usage) {
+    out.attr(K.GEN_AI_USAGE_INPUT_TOKENS, usage.inputTokens);
+    out.attr(K.GEN_AI_USAGE_OUTPUT_TOKENS, usage.outputTokens);
+  }
+  if (!operation) {
+    // not a GenAI call the relay knows: the span is named by its method, and says its path
+    out.attr(K.HTTP_REQUEST_METHOD, f.method);
+    out.attr(K.URL_PATH, pathOf(f.url));
+  }
+  out.attr(K.HTTP_RESPONSE_STATUS_CODE, f.status);
+  if (error) out.attr(K.ERROR_TYPE, error);
+  out.attr(K.RELAY_CACHE_STATUS, f.cacheStatus);
+  if (f.cacheKey) out.attr(K.RELAY_CACHE_KEY, f.cacheKey);
+  if (f.trace?.namespace) out.attr(K.RELAY_CACHE_NAMESPACE, f.trace.namespace);
+  if (f.originReportId) out.attr(K.RELAY_ORIGIN_REPORT_ID, f.originReportId);
+  if (outcome !== 'complete') out.attr(K.RELAY_OUTCOME, outcome);
+  // what the call cost upstream (a hit or coalesced call costs nothing: no attribute)
+  if (typeof report.costUsd === 'number' && report.costUsd > 0) out.attr(K.RELAY_COST_USD, report.costUsd);
+  if (usage?.estimated) out.attr(K.RELAY_USAGE_ESTIMATED, true);
+  if (captureContent) addContent(out, report.request.body, report.response.body);
 }
 
 /** What both spans say of the GenAI request. */
@@ -265,9 +315,11 @@ export class SpanObjects implements SpanOut {
     this.attributes[key.name] = value;
   }
 
-  attrs(_owner: object | undefined, _inputs: readonly unknown[], write: (out: SpanOut) => void): void {
-    write(this);
+  repeat(): boolean {
+    return false;
   }
+
+  keep(): void {}
 
   end(error: string | undefined, leader: TraceFacts['leader']): void {
     const links: Link[] = leader ? [{ context: { traceId: leader.traceId, spanId: leader.spanId, traceFlags: SAMPLED }, attributes: LEADER_LINK_ATTRIBUTES }] : NO_LINKS;

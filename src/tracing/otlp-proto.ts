@@ -324,11 +324,14 @@ function event(w: Writer, e: TimedEvent): void {
 
 /** trace_id, span_id and trace_state: fields 1–3 of a Span and of a Link alike */
 function contextIds(w: Writer, c: SpanContext): void {
+  ids(w, c.traceId, c.spanId, c.traceState?.serialize());
+}
+
+function ids(w: Writer, traceId: string, spanId: string, state: string | undefined): void {
   w.byte(tag(1, LENGTH));
-  w.hex(c.traceId);
+  w.hex(traceId);
   w.byte(tag(2, LENGTH));
-  w.hex(c.spanId);
-  const state = c.traceState?.serialize();
+  w.hex(spanId);
   if (state) {
     w.byte(tag(3, LENGTH));
     w.string(state);
@@ -355,10 +358,10 @@ const FLAGS_TAG = tag(16, FIXED32);
  * A span's first fields, up to its kind (span objects and ProtoSpans alike): ScopeSpans' field 2 is opened,
  * and the position of its length byte returned, for `close` once the span is written.
  */
-function spanHead(w: Writer, c: SpanContext, parentSpanId: string | undefined, name: string, kind: SpanKind | undefined): number {
+function spanHead(w: Writer, traceId: string, spanId: string, state: string | undefined, parentSpanId: string | undefined, name: string, kind: SpanKind | undefined): number {
   w.byte(tag(2, LENGTH)); // ScopeSpans.spans
   const at = w.open();
-  contextIds(w, c);
+  ids(w, traceId, spanId, state);
   if (parentSpanId) {
     w.byte(tag(4, LENGTH));
     w.hex(parentSpanId);
@@ -377,7 +380,7 @@ function spanHead(w: Writer, c: SpanContext, parentSpanId: string | undefined, n
 function span(w: Writer, s: ReadableSpan): void {
   const c: SpanContext = s.spanContext();
   const parent = s.parentSpanContext;
-  const at = spanHead(w, c, parent?.spanId, s.name, s.kind);
+  const at = spanHead(w, c.traceId, c.spanId, c.traceState?.serialize(), parent?.spanId, s.name, s.kind);
   w.byte(tag(7, FIXED64));
   w.time(s.startTime);
   w.byte(tag(8, FIXED64));
@@ -490,7 +493,7 @@ function keyBytes(key: string): Uint8Array {
 const ERROR_CODE = 2; // SpanStatusCode.ERROR
 const UNSET: SpanStatus = { code: 0 };
 
-/** Attributes kept per owner (SpanOut.attrs) up to this size: a hit's come to ~400 bytes; captured content can
+/** Attributes kept per owner (SpanOut.repeat) up to this size: a hit's come to ~400 bytes; captured content can
  * make them much larger, and is then written each time. */
 const KEPT_ATTRIBUTES_MAX = 4096;
 
@@ -505,12 +508,14 @@ function sameInputs(a: readonly unknown[], b: readonly unknown[]): boolean {
  * it on as an EncodedSpan: the bytes span() writes for the same span as an object (checked by
  * test/unit/tracing/exchange-spans.test.ts), with no span object, attribute map or time pair on the way.
  * The attributes of a hit that are the same for every hit of its cache entry are written once and copied
- * after (attrs).
+ * after (repeat, keep).
  */
 export class ProtoSpans implements SpanOut {
   private w = new Writer(SLAB);
   /** the attributes written for an owner, and the inputs they came from (the owner is a kept answer) */
   private readonly kept = new WeakMap<object, { inputs: readonly unknown[]; bytes: Uint8Array }>();
+  /** where the attributes to keep began (repeat answered false) */
+  private keepFrom = 0;
   private from = 0;
   private at = 0;
   private flags = 0;
@@ -525,7 +530,7 @@ export class ProtoSpans implements SpanOut {
     if (this.w.pos >= SLAB_FULL) this.w = new Writer(SLAB);
     const w = this.w;
     this.from = w.pos;
-    this.at = spanHead(w, { traceId, spanId, traceFlags: 1 }, parent?.spanId, name, kind);
+    this.at = spanHead(w, traceId, spanId, undefined, parent?.spanId, name, kind);
     w.byte(tag(7, FIXED64));
     w.millis(start);
     w.byte(tag(8, FIXED64));
@@ -533,14 +538,20 @@ export class ProtoSpans implements SpanOut {
     this.flags = spanFlags(1, parent?.isRemote);
   }
 
-  attrs(owner: object | undefined, inputs: readonly unknown[], write: (out: SpanOut) => void): void {
-    if (owner === undefined) return write(this);
+  repeat(owner: object, inputs: readonly unknown[]): boolean {
     const kept = this.kept.get(owner);
-    if (kept !== undefined && sameInputs(kept.inputs, inputs)) return this.w.raw(kept.bytes);
-    const from = this.w.pos;
-    write(this);
-    const to = this.w.pos;
-    if (to - from <= KEPT_ATTRIBUTES_MAX) this.kept.set(owner, { inputs, bytes: new Uint8Array(this.w.buf.subarray(from, to)) });
+    if (kept !== undefined && sameInputs(kept.inputs, inputs)) {
+      this.w.raw(kept.bytes);
+      return true;
+    }
+    this.keepFrom = this.w.pos;
+    return false;
+  }
+
+  keep(owner: object, inputs: readonly unknown[]): void {
+    const { buf, pos } = this.w;
+    // (a copy of the inputs: the caller refills its array for the next span)
+    if (pos - this.keepFrom <= KEPT_ATTRIBUTES_MAX) this.kept.set(owner, { inputs: inputs.slice(), bytes: new Uint8Array(buf.subarray(this.keepFrom, pos)) });
   }
 
   attr(key: SpanKey, value: AttributeValue): void {
