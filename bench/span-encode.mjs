@@ -3,8 +3,8 @@
 // into protobuf bytes, from facts and a report shaped as a cache hit's and parsed from JSON as the worker
 // gets them (14 attributes, ~770 bytes a span): 512 hits of 64 cache entries, the hits of one entry sharing
 // its kept request and answer as they do on the worker. With more than one build directory, their rounds are
-// interleaved in one process, so that a change can be measured against what it replaces
-// (`cp -r dist /tmp/before` first, then rebuild).
+// interleaved in one process, so that a change can be measured against what it replaces (first
+// `mkdir /tmp/before && cp -r dist /tmp/before/ && ln -s "$PWD/node_modules" /tmp/before/`, then rebuild).
 //   npm run build && node bench/span-encode.mjs [dist …]        (default: ./dist)
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';

@@ -4,7 +4,7 @@
 // path the worker runs, in this one process, so that its CPU time (user + system, every thread of it) is
 // the spans' alone. Hits of 64 cache entries; the loop yields to the event loop every 64 spans, as a worker
 // between batches, so that exports run beside it. With more than one build directory, their rounds are
-// interleaved in one process (`cp -r dist /tmp/before/dist`, with node_modules beside it, then rebuild).
+// interleaved in one process (keep the old build as bench/span-encode.mjs says, then rebuild).
 //   npm run build && node bench/span-export.mjs [dist …]        (SPANS: spans a round, 200000)
 import { spawn } from 'node:child_process';
 import path from 'node:path';
