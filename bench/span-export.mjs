@@ -2,13 +2,15 @@
 // (exchange-spans.ts → ProtoSpans), queued in the SDK's BatchSpanProcessor and exported over HTTP by the
 // official transport (span-export.ts) to a local sink (bench/otlp-sink.mjs, its own process) — the same
 // path the worker runs, in this one process, so that its CPU time (user + system, every thread of it) is
-// the spans' alone. Hits of 64 cache entries; the loop yields to the event loop every 64 spans, as a worker
-// between batches, so that exports run beside it. With more than one build directory, their rounds are
-// interleaved in one process (keep the old build as bench/span-encode.mjs says, then rebuild).
+// the spans' alone. Hits of 64 cache entries (bench/lib/hit-spans.mjs); the loop yields to the event loop
+// every 64 spans, as a worker between batches, so that exports run beside it. With more than one build
+// directory, their rounds are interleaved in one process (keep the old build as bench/span-encode.mjs says,
+// then rebuild).
 //   npm run build && node bench/span-export.mjs [dist …]        (SPANS: spans a round, 200000)
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { hitSpans } from './lib/hit-spans.mjs';
 import { BENCH_DIR, freePort, sleep } from './lib/processes.mjs';
 
 const N = Number(process.env.SPANS ?? 200_000);
@@ -34,33 +36,7 @@ const builds = await Promise.all(
   }),
 );
 
-const hex = (n, i) => (i.toString(16).padStart(n, '0') + 'ab'.repeat(n)).slice(0, n);
-const ENTRIES = 64;
-const entries = Array.from({ length: ENTRIES }, (_, e) =>
-  JSON.parse(
-    JSON.stringify({
-      request: { body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] } },
-      response: { body: { id: `chatcmpl-${hex(20, e)}`, model: 'gpt-4o-mini-2024-07-18', choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'x' } }] } },
-    }),
-  ),
-);
-const reports = entries.map((e, i) => ({ request: e.request, response: e.response, model: 'gpt-4o-mini', provider: 'openai', proxy: { outcome: 'complete' }, usage: { inputTokens: 12, outputTokens: 34 + i }, costUsd: 0 }));
-const facts = Array.from({ length: 2048 }, (_, i) =>
-  JSON.parse(
-    JSON.stringify({
-      id: `01a2152e-e44e-7704-97d7-${hex(12, i)}`,
-      url: '/v1/chat/completions',
-      method: 'POST',
-      upstream: 'http://127.0.0.1:18480',
-      status: 200,
-      outcome: 'complete',
-      cacheStatus: 'HIT',
-      cacheKey: `cred-${hex(32, 3)}:${hex(64, (i % ENTRIES) * 7)}`,
-      originReportId: `01a2152e-e44e-7704-97d7-${hex(12, i % ENTRIES)}`,
-      trace: { traceId: hex(32, i), spanId: hex(16, i), start: 1764110000123.456 + i, end: 1764110000125.789 + i, namespace: `cred-${hex(32, 3)}` },
-    }),
-  ),
-);
+const hits = hitSpans(2048);
 
 const ROUNDS = 6;
 for (let round = 0; round < ROUNDS; round++) {
@@ -68,7 +44,8 @@ for (let round = 0; round < ROUNDS; round++) {
     const b = builds[(k + round) % builds.length]; // each build goes first in turn
     const before = process.cpuUsage();
     for (let i = 0; i < N; i++) {
-      b.spans.submit(facts[i & 2047], reports[i % ENTRIES]);
+      const { facts, report } = hits[i & 2047];
+      b.spans.submit(facts, report);
       if ((i & 63) === 63) await new Promise((resolve) => setImmediate(resolve));
     }
     await sleep(200); // the last exports of the round
