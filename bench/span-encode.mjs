@@ -1,8 +1,8 @@
 // What writing a traced hit's span costs on the report worker, as the relay does it for http/protobuf:
 // exchangeSpans (src/tracing/exchange-spans.ts) writing to ProtoSpans (src/tracing/otlp-proto.ts), straight
-// into protobuf bytes, for 512 hits of 64 cache entries shaped as the worker gets them (bench/lib/hit-spans.mjs).
-// With more than one build directory, their rounds are
-// interleaved in one process, so that a change can be measured against what it replaces (first
+// into protobuf bytes, for 512 hits of 64 cache entries shaped as the worker gets them
+// (bench/lib/hit-spans.mjs). With more than one build directory, their rounds are interleaved in one
+// process, so that a change can be measured against what it replaces (first
 // `mkdir /tmp/before && cp -r dist /tmp/before/ && ln -s "$PWD/node_modules" /tmp/before/`, then rebuild).
 //   npm run build && node bench/span-encode.mjs [dist …]        (default: ./dist)
 import { resolve } from 'node:path';
