@@ -138,12 +138,10 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   );
   const touch = db.prepare<[number, string]>('UPDATE cache_entries SET last_access = ? WHERE key = ?');
   const selectSize = db.prepare<[string], number>('SELECT size FROM cache_entries WHERE key = ?').pluck();
-  const insertNew = db.prepare<[string, string | Buffer, number, number, number, number]>(
-    `INSERT INTO cache_entries (key, value, created_at, expires_at, last_access, size) VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT (key) DO NOTHING`,
-  );
+  const insert = 'INSERT INTO cache_entries (key, value, created_at, expires_at, last_access, size) VALUES (?, ?, ?, ?, ?, ?)';
+  const insertNew = db.prepare<[string, string | Buffer, number, number, number, number]>(`${insert} ON CONFLICT (key) DO NOTHING`);
   const upsert = db.prepare<[string, string | Buffer, number, number, number, number]>(
-    `INSERT INTO cache_entries (key, value, created_at, expires_at, last_access, size) VALUES (?, ?, ?, ?, ?, ?)
+    `${insert}
      ON CONFLICT (key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at,
        expires_at = excluded.expires_at, last_access = excluded.last_access, size = excluded.size`,
   );

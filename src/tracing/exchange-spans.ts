@@ -185,24 +185,23 @@ export function exchangeSpans(f: ProxyFacts, report: StoredReport, out: SpanOut,
     // (the inputs in an array kept for the purpose: a hit allocates none)
     const inputs = INPUTS;
     inputs[0] = report.request.body;
-    inputs[1] = report.response.body;
-    inputs[2] = provider;
-    inputs[3] = requestModel;
-    inputs[4] = stream;
-    inputs[5] = report.usage?.inputTokens;
-    inputs[6] = report.usage?.outputTokens;
-    inputs[7] = report.usage?.estimated;
-    inputs[8] = report.costUsd;
-    inputs[9] = f.method;
-    inputs[10] = f.url;
-    inputs[11] = f.status;
-    inputs[12] = error;
-    inputs[13] = f.cacheStatus;
-    inputs[14] = f.cacheKey;
-    inputs[15] = t.namespace;
-    inputs[16] = f.originReportId;
-    inputs[17] = outcome;
-    inputs[18] = captureContent;
+    inputs[1] = provider;
+    inputs[2] = requestModel;
+    inputs[3] = stream;
+    inputs[4] = report.usage?.inputTokens;
+    inputs[5] = report.usage?.outputTokens;
+    inputs[6] = report.usage?.estimated;
+    inputs[7] = report.costUsd;
+    inputs[8] = f.method;
+    inputs[9] = f.url;
+    inputs[10] = f.status;
+    inputs[11] = error;
+    inputs[12] = f.cacheStatus;
+    inputs[13] = f.cacheKey;
+    inputs[14] = t.namespace;
+    inputs[15] = f.originReportId;
+    inputs[16] = outcome;
+    inputs[17] = captureContent;
     if (!out.repeat(owner, inputs)) {
       sharedAttributes(out, f, report, response, operation, provider, requestModel, stream, error, outcome, captureContent);
       out.keep(owner, inputs);
@@ -213,13 +212,16 @@ export function exchangeSpans(f: ProxyFacts, report: StoredReport, out: SpanOut,
   out.end(error, t.leader);
 }
 
-/** What SpanOut.repeat compares for a hit: everything sharedAttributes reads (kept here, refilled per hit). */
-const INPUTS: unknown[] = new Array(19);
+/**
+ * What SpanOut.repeat compares for a hit: everything sharedAttributes reads but the answer, which is the owner
+ * itself (kept here, refilled per hit).
+ */
+const INPUTS: unknown[] = new Array(18);
 
 /**
  * The exchange span's attributes but its own two (time to first chunk, report id): for hits of one cache
  * entry these are all the same, so a writer may keep them (SpanOut.repeat). Everything they depend on is
- * in INPUTS.
+ * the answer (the owner) or in INPUTS.
  */
 function sharedAttributes(
   out: SpanOut,
