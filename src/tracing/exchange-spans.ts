@@ -4,11 +4,9 @@
 // GenAI conventions name an inference span, `{gen_ai.operation.name} {gen_ai.request.model}`; and, when the
 // exchange went upstream, one CLIENT child span for that call (the relay is the provider's client), whose
 // id went upstream in traceparent. A hit has no child; a coalesced call links to the call it shared. What
-// the spans say is written here once, field by field, to a SpanOut: span objects or protobuf bytes.
-import { type Attributes, type AttributeValue, type HrTime, type Link, type SpanContext, SpanKind, type SpanStatus, SpanStatusCode } from '@opentelemetry/api';
-import { type InstrumentationScope, hrTimeDuration, millisToHrTime } from '@opentelemetry/core';
-import type { Resource } from '@opentelemetry/resources';
-import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace-base';
+// the spans say is written here once, field by field, to a SpanOut: protobuf bytes (otlp-proto.ts) or JSON
+// text (otlp-json.ts), as the configured protocol wants; no span object is built.
+import { type Attributes, type AttributeValue, SpanKind } from '@opentelemetry/api';
 import type { ProxyFacts } from '../core/exchange-record.js';
 import type { TraceFacts } from '../core/trace-facts.js';
 import type { StoredReport } from '../storage/report-store.js';
@@ -16,50 +14,10 @@ import * as A from './genai-attributes.js';
 import { finishReasonsOf, messagesOf } from './genai-messages.js';
 
 const SAMPLED = 1;
-const NO_EVENTS: TimedEvent[] = [];
-const NO_LINKS: Link[] = [];
-const OK: SpanStatus = { code: SpanStatusCode.UNSET };
-
-/** A finished span as the SDK's processors and exporters read it. */
-class RelaySpan implements ReadableSpan {
-  readonly ended = true;
-  readonly droppedAttributesCount = 0;
-  readonly droppedEventsCount = 0;
-  readonly droppedLinksCount = 0;
-  readonly events = NO_EVENTS;
-  readonly startTime: HrTime;
-  readonly endTime: HrTime;
-  readonly duration: HrTime;
-  constructor(
-    readonly name: string,
-    readonly kind: SpanKind,
-    private readonly context: SpanContext,
-    readonly parentSpanContext: SpanContext | undefined,
-    start: number,
-    end: number,
-    readonly attributes: Attributes,
-    readonly status: SpanStatus,
-    readonly links: Link[],
-    readonly resource: Resource,
-    readonly instrumentationScope: InstrumentationScope,
-  ) {
-    this.startTime = millisToHrTime(start);
-    this.endTime = millisToHrTime(Math.max(start, end));
-    this.duration = hrTimeDuration(this.startTime, this.endTime);
-  }
-  spanContext(): SpanContext {
-    return this.context;
-  }
-}
 
 const obj = (v: unknown): Record<string, unknown> | undefined =>
   v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
-
-export interface SpanContextOfRelay {
-  resource: Resource;
-  scope: InstrumentationScope;
-}
 
 /** What the span says went wrong, or undefined: the relay's error code, a broken stream, or an error status. */
 function errorTypeOf(f: ProxyFacts, outcome: string): string | undefined {
@@ -70,9 +28,10 @@ function errorTypeOf(f: ProxyFacts, outcome: string): string | undefined {
 
 /**
  * Where exchangeSpans writes a span, field by field, in the order OTLP lays a span out: its identity and
- * times, then its attributes, then its end (status, the link of a coalesced call). Two writers: objects
- * for the official serializers (SpanObjects, below: http/json), and protobuf bytes straight into the export
- * buffer (otlp-proto.ts: http/protobuf), so that a traced hit builds no span object at all.
+ * times, then its attributes, then its end (status, the link of a coalesced call). Two writers: protobuf bytes
+ * straight into the export buffer (otlp-proto.ts: http/protobuf) and JSON text (otlp-json.ts: http/json), so
+ * that a traced hit builds no span object at all. (The tests add a third, span objects for the official
+ * serializers, and compare what each writes: test/unit/tracing/span-objects.ts.)
  */
 export interface SpanOut {
   begin(name: string, kind: SpanKind, traceId: string, spanId: string, parent: ParentOfSpan | undefined, start: number, end: number): void;
@@ -89,11 +48,13 @@ export interface SpanOut {
 }
 
 /**
- * An attribute's key as both writers want it: its name (genai-attributes.ts), and the protobuf bytes that
- * stand for it in a KeyValue, which ProtoSpans makes on first use and keeps here — no lookup per span.
+ * An attribute's key as the writers want it: its name (genai-attributes.ts), and what stands for it in a
+ * KeyValue — its protobuf bytes (ProtoSpans), its JSON text (JsonSpans) — made on first use and kept here:
+ * no lookup per span.
  */
 export class SpanKey {
   bytes: Uint8Array | undefined;
+  json: string | undefined;
   constructor(readonly name: string) {}
 }
 
@@ -286,61 +247,6 @@ function spanName(operation: string, model: string): string {
     if (namesKept++ < 1000) of.set(model, name);
   }
   return name;
-}
-
-/** The SpanOut that builds span objects, as the SDK's processors and the official serializers read them. */
-export class SpanObjects implements SpanOut {
-  private attributes: Attributes = {};
-  private name = '';
-  private kind = SpanKind.INTERNAL;
-  private context: SpanContext = { traceId: '', spanId: '', traceFlags: SAMPLED };
-  private parent: SpanContext | undefined;
-  private start = 0;
-  private finish = 0;
-
-  constructor(
-    private readonly relay: SpanContextOfRelay,
-    private readonly emit: (span: ReadableSpan) => void,
-  ) {}
-
-  begin(name: string, kind: SpanKind, traceId: string, spanId: string, parent: ParentOfSpan | undefined, start: number, end: number): void {
-    this.name = name;
-    this.kind = kind;
-    this.context = { traceId, spanId, traceFlags: SAMPLED };
-    this.parent = parent && (parent.isRemote === undefined ? { traceId, spanId: parent.spanId, traceFlags: parent.traceFlags } : { traceId, spanId: parent.spanId, traceFlags: parent.traceFlags, isRemote: parent.isRemote });
-    this.start = start;
-    this.finish = end;
-    this.attributes = {};
-  }
-
-  attr(key: SpanKey, value: AttributeValue): void {
-    this.attributes[key.name] = value;
-  }
-
-  repeat(): boolean {
-    return false;
-  }
-
-  keep(): void {}
-
-  end(error: string | undefined, leader: TraceFacts['leader']): void {
-    const links: Link[] = leader ? [{ context: { traceId: leader.traceId, spanId: leader.spanId, traceFlags: SAMPLED }, attributes: LEADER_LINK_ATTRIBUTES }] : NO_LINKS;
-    this.emit(
-      new RelaySpan(
-        this.name,
-        this.kind,
-        this.context,
-        this.parent,
-        this.start,
-        this.finish,
-        this.attributes,
-        error ? { code: SpanStatusCode.ERROR, message: error } : OK,
-        links,
-        this.relay.resource,
-        this.relay.scope,
-      ),
-    );
-  }
 }
 
 /** server.address and server.port of an upstream origin (a relay has a few: parsed once each) */

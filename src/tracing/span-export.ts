@@ -1,20 +1,21 @@
 // The export side of tracing, on the report worker thread (loaded there only when tracing is on): each
-// exchange's spans go to the SDK's BatchSpanProcessor and from there to the official OTLP exporter
-// (http/protobuf or http/json). For http/protobuf a span reaches the processor already encoded (ProtoSpans
-// of otlp-proto.ts: bytes in a shared buffer, no span object); for http/json as a span object
-// (SpanObjects), for the official JSON serializer. Nothing here runs on the event loop, so an endpoint
-// that is slow or down cannot delay an answer; the processor's queue is bounded (OTEL_BSP_MAX_QUEUE_SIZE),
-// and what does not fit is dropped and counted. The SDK drops silently, so the counting is done around it:
-// spans handed to the processor, spans it handed to the exporter (it takes them off its queue in the same
-// step), and the exporter's outcome for each.
+// exchange's spans go to the SDK's BatchSpanProcessor and from there to the official OTLP/HTTP export
+// delegate (http/protobuf or http/json). A span reaches the processor already written in the protocol's form
+// — protobuf bytes in a shared buffer (ProtoSpans of otlp-proto.ts) or JSON text (JsonSpans of
+// otlp-json.ts) — with no span object, and the export joins them (the official serializers' bytes). Nothing
+// here runs on the event loop, so an endpoint that is slow or down cannot delay an answer; the processor's
+// queue is bounded (OTEL_BSP_MAX_QUEUE_SIZE), and what does not fit is dropped and counted. The SDK drops
+// silently, so the counting is done around it: spans handed to the processor, spans it handed to the
+// exporter (it takes them off its queue in the same step), and the exporter's outcome for each.
 import { hostname } from 'node:os';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { ProxyFacts } from '../core/exchange-record.js';
 import type { StoredReport } from '../storage/report-store.js';
-import { SpanObjects, type SpanOut, exchangeSpans } from './exchange-spans.js';
+import { type SpanOut, exchangeSpans } from './exchange-spans.js';
 import { HOST_NAME, SCHEMA_URL, SERVICE_NAME, SERVICE_VERSION } from './genai-attributes.js';
+import type { JsonSpan } from './otlp-json.js';
 import type { EncodedSpan } from './otlp-proto.js';
 import { lastExportBoundMs, type TracingSettings } from './tracing-config.js';
 
@@ -43,26 +44,27 @@ export interface SpanExportOptions {
   onFailure(err: Error | undefined): void;
 }
 
+/**
+ * The official OTLP/HTTP exporter's parts (its delegate: transport, retries, timeouts, headers, compression,
+ * OTEL_EXPORTER_OTLP_* settings), assembled as its own OTLPTraceExporter classes assemble them, with the
+ * relay's writer in place of the official serializer (otlp-proto.ts, otlp-json.ts say why; same bytes).
+ */
 async function otlpExporter(settings: TracingSettings): Promise<SpanExporter> {
   const config = { url: settings.url, headers: settings.headers, timeoutMillis: settings.timeoutMs };
-  if (settings.protocol === 'http/json') {
-    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
-    return new OTLPTraceExporter(config);
-  }
-  // http/protobuf: the official exporter's parts (its delegate: transport, retries, timeouts, headers,
-  // compression, OTEL_EXPORTER_OTLP_* settings), assembled as its OTLPTraceExporter assembles them, with the
-  // relay's single-pass encoder in place of the official serializer (otlp-proto.ts says why; same bytes).
-  const [{ OTLPExporterBase }, { createOtlpHttpExportDelegate, convertLegacyHttpOptions }, { ProtobufTraceSerializer, TraceExporterMetricsHelper }, { encodeTraceExport }] =
-    await Promise.all([
-      import('@opentelemetry/otlp-exporter-base'),
-      import('@opentelemetry/otlp-exporter-base/node-http'),
-      import('@opentelemetry/otlp-transformer'),
-      import('./otlp-proto.js'),
-    ]);
-  const serializer = { serializeRequest: encodeTraceExport, deserializeResponse: ProtobufTraceSerializer.deserializeResponse };
+  const json = settings.protocol === 'http/json';
+  const [{ OTLPExporterBase }, { createOtlpHttpExportDelegate, convertLegacyHttpOptions }, { JsonTraceSerializer, ProtobufTraceSerializer, TraceExporterMetricsHelper }] = await Promise.all([
+    import('@opentelemetry/otlp-exporter-base'),
+    import('@opentelemetry/otlp-exporter-base/node-http'),
+    import('@opentelemetry/otlp-transformer'),
+  ]);
+  // (the delegate hands the serializer what the processor was handed: the writer's spans, JsonSpan or
+  // EncodedSpan, standing in for span objects)
+  const serializer = json
+    ? { serializeRequest: (await import('./otlp-json.js')).encodeTraceJson as unknown as (spans: ReadableSpan[]) => Uint8Array, deserializeResponse: JsonTraceSerializer.deserializeResponse }
+    : { serializeRequest: (await import('./otlp-proto.js')).encodeTraceExport, deserializeResponse: ProtobufTraceSerializer.deserializeResponse };
   return new OTLPExporterBase(
     createOtlpHttpExportDelegate(
-      convertLegacyHttpOptions(config, 'TRACES', 'v1/traces', { 'Content-Type': 'application/x-protobuf' }),
+      convertLegacyHttpOptions(config, 'TRACES', 'v1/traces', { 'Content-Type': json ? 'application/json' : 'application/x-protobuf' }),
       serializer,
       'otlp_http_span_exporter',
       TraceExporterMetricsHelper,
@@ -116,7 +118,7 @@ export async function createSpanExport(settings: TracingSettings, opts: SpanExpo
   );
   const scope = { name: 'llm-relay', version: opts.version, schemaUrl: SCHEMA_URL };
   let dropped = 0;
-  const hand = (span: ReadableSpan | EncodedSpan): void => {
+  const hand = (span: EncodedSpan | JsonSpan): void => {
     // The processor's queue holds what it was handed and has not yet passed to the exporter: when that is
     // full, it drops the span without a word. Counted here, and not handed to it at all.
     if (handed - taken >= settings.maxQueueSize) {
@@ -124,15 +126,14 @@ export async function createSpanExport(settings: TracingSettings, opts: SpanExpo
       return;
     }
     handed++;
-    // (an EncodedSpan stands in for a span object: it has what the processor reads, see otlp-proto.ts)
-    processor.onEnd(span as ReadableSpan);
+    // (an EncodedSpan or JsonSpan stands in for a span object: it has what the processor reads)
+    processor.onEnd(span as unknown as ReadableSpan);
   };
-  // http/protobuf: each span is written as bytes as it ends (otlp-proto.ts), and the processor queues those;
-  // http/json: span objects, for the official JSON serializer.
+  // each span is written in the protocol's form as it ends, and the processor queues that
   const out: SpanOut =
-    settings.protocol === 'http/protobuf'
-      ? new (await import('./otlp-proto.js')).ProtoSpans(resource, scope, hand)
-      : new SpanObjects({ resource, scope }, hand);
+    settings.protocol === 'http/json'
+      ? new (await import('./otlp-json.js')).JsonSpans(resource, scope, hand)
+      : new (await import('./otlp-proto.js')).ProtoSpans(resource, scope, hand);
 
   return {
     counters,

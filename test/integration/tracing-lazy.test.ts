@@ -45,7 +45,7 @@ it('off without an endpoint (or with OTEL_SDK_DISABLED): no OpenTelemetry SDK mo
   expect(otlp.spans).toEqual([]);
   // (@opentelemetry/api itself comes with prom-client, for its exemplars, whether tracing is on or not:
   // a few interfaces, no SDK)
-  for (const pkg of ['core', 'sdk-trace-base', 'sdk-trace', 'resources', 'exporter-trace-otlp-http', 'otlp-exporter-base', 'otlp-transformer'])
+  for (const pkg of ['core', 'sdk-trace-base', 'sdk-trace', 'resources', 'otlp-exporter-base', 'otlp-transformer'])
     expect(loaded(`@opentelemetry/${pkg}`), pkg).toBe(false);
   expect(loaded('fastify')).toBe(false);
 });

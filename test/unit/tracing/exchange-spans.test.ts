@@ -1,19 +1,23 @@
-// An exchange's spans are written once, through SpanOut, in two ways: as span objects (SpanObjects: the
-// http/json path, read by the official serializers) and as protobuf bytes while they end (ProtoSpans: the
-// http/protobuf path, with no span object on the way). On arbitrary exchanges — hits, misses, streams,
-// errors, coalesced calls, clients' parents, unknown paths, captured content, Unicode everywhere — an export
-// of the encoded spans is, byte for byte, what the official ProtobufTraceSerializer writes for the objects;
-// and a batch that mixes encoded spans from several slabs comes out whole and in order. The attributes hits of
-// one cache entry share are written once and copied after, and written again when any of their inputs changes.
+// An exchange's spans are written once, through SpanOut, as the relay writes them — protobuf bytes while they
+// end (ProtoSpans: http/protobuf) or JSON text (JsonSpans: http/json), no span object on the way — and as span
+// objects (SpanObjects, this test's reference, read by the official serializers). On arbitrary exchanges —
+// hits, misses, streams, errors, coalesced calls, clients' parents, unknown paths, captured content, Unicode
+// everywhere — an export of the relay's spans is, byte for byte, what the official ProtobufTraceSerializer
+// or JsonTraceSerializer writes for the objects; and a batch that mixes encoded spans from several slabs comes
+// out whole and in order. The attributes hits of one cache entry share are written once and copied after,
+// and written again when any of their inputs changes.
+import { SpanKind } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
+import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import type { ProxyFacts } from '../../../src/core/exchange-record.js';
 import type { StoredReport } from '../../../src/storage/report-store.js';
-import { SpanObjects, exchangeSpans } from '../../../src/tracing/exchange-spans.js';
+import { SpanKey, type SpanOut, exchangeSpans } from '../../../src/tracing/exchange-spans.js';
+import { type JsonSpan, JsonSpans, encodeTraceJson, nanosText } from '../../../src/tracing/otlp-json.js';
 import { type EncodedSpan, ProtoSpans, encodeTraceExport } from '../../../src/tracing/otlp-proto.js';
+import { SpanObjects } from './span-objects.js';
 
 const resource = resourceFromAttributes({ 'service.name': 'llm-relay', 'host.name': 'relay-ünï', 'service.version': '1.2.3' });
 const scope = { name: 'llm-relay', version: '1.2.3', schemaUrl: 'https://opentelemetry.io/schemas/1.41.0' };
@@ -101,6 +105,27 @@ function both(exchanges: { facts: ProxyFacts; report: StoredReport; content: boo
 const official = (spans: ReadableSpan[]) => Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!);
 const ours = (spans: (ReadableSpan | EncodedSpan)[]) => Buffer.from(encodeTraceExport(spans));
 
+/** The relay's two writers, each with its export and the official serializer it stands in for. */
+interface Writer<S> {
+  make(emit: (span: S) => void): SpanOut;
+  ours(spans: S[]): Buffer;
+  official(objects: ReadableSpan[]): Buffer;
+  /** the span's size, bytes or characters */
+  size(span: S): number;
+}
+const protobuf: Writer<EncodedSpan> = {
+  make: (emit) => new ProtoSpans(resource, scope, emit),
+  ours,
+  official,
+  size: (span) => span.to - span.from,
+};
+const json: Writer<JsonSpan> = {
+  make: (emit) => new JsonSpans(resource, scope, emit),
+  ours: (spans) => Buffer.from(encodeTraceJson(spans)),
+  official: (objects) => Buffer.from(JsonTraceSerializer.serializeRequest(objects)!),
+  size: (span) => span.text.length,
+};
+
 describe('an exchange’s spans, as objects and as bytes', () => {
   it('encoded as they end: the official serializer’s bytes for the same spans as objects', () => {
     fc.assert(
@@ -114,7 +139,38 @@ describe('an exchange’s spans, as objects and as bytes', () => {
     );
   });
 
-  it('hits of one entry: their shared attributes written once, copied after, and written again when an input changes', () => {
+  it('written as JSON text as they end: the official JSON serializer’s bytes for the same spans as objects', () => {
+    fc.assert(
+      fc.property(fc.array(exchange, { minLength: 1, maxLength: 5 }), (exchanges) => {
+        const objects: ReadableSpan[] = [];
+        const texts: JsonSpan[] = [];
+        const asObjects = new SpanObjects({ resource, scope }, (s) => objects.push(s));
+        const asText = json.make((s) => texts.push(s));
+        for (const x of exchanges) {
+          exchangeSpans(x.facts, x.report, asObjects, x.content);
+          exchangeSpans(x.facts, x.report, asText, x.content);
+        }
+        expect(texts.length).toBe(objects.length);
+        expect(json.ours(texts).toString()).toBe(json.official(objects).toString());
+      }),
+      { numRuns: 1500 },
+    );
+  });
+
+  it('times as the official JSON encoder writes them, at any millisecond, whole or not', () => {
+    const official = (ms: number) => {
+      const [seconds, nanos] = [Math.trunc(ms / 1000), Math.round((ms % 1000) * 1e6)];
+      return (BigInt(seconds) * 1_000_000_000n + BigInt(nanos)).toString();
+    };
+    fc.assert(
+      fc.property(fc.oneof(fc.double({ min: 0, max: 4e12, noNaN: true }), fc.integer({ min: 0, max: 4e12 }), fc.constantFrom(0, 999.9999999, 1999.99999996, 1.7e12 + 999.9999997)), (ms) => {
+        expect(nanosText(ms)).toBe(official(ms));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
+  const hitsOfOneEntry = <S,>(writer: Writer<S>) => {
     // what changes from one hit of the entry to the next: always the exchange's own (id, trace, times), and
     // at times one input of the shared attributes
     const change = fc.oneof(
@@ -152,9 +208,9 @@ describe('an exchange’s spans, as objects and as bytes', () => {
           return { facts, report: { ...base, usage } as StoredReport, content, changed: Object.keys(c).length > 0 };
         });
         const objects: ReadableSpan[] = [];
-        const encoded: EncodedSpan[] = [];
+        const encoded: S[] = [];
         const asObjects = new SpanObjects({ resource, scope }, (s) => objects.push(s));
-        const asBytes = new ProtoSpans(resource, scope, (s) => encoded.push(s));
+        const asBytes = writer.make((s) => encoded.push(s));
         const attr = vi.spyOn(asBytes, 'attr');
         let last = 0;
         let written = 0;
@@ -165,15 +221,42 @@ describe('an exchange’s spans, as objects and as bytes', () => {
           // unless the shared ones were too large to keep (captured content: more than 4 KiB)
           const own = x.facts.trace!.firstChunk === undefined ? 1 : 2;
           const span = encoded[encoded.length - 1]!;
-          if (i > 0 && !x.changed && span.to - span.from < 4000) expect(attr.mock.calls.length - last).toBe(own);
+          if (i > 0 && !x.changed && writer.size(span) < 4000) expect(attr.mock.calls.length - last).toBe(own);
           written += attr.mock.calls.length - last > own ? 1 : 0;
           last = attr.mock.calls.length;
         }
         expect(written).toBeGreaterThanOrEqual(1);
-        expect(ours(encoded).equals(official(objects))).toBe(true);
+        expect(writer.ours(encoded).equals(writer.official(objects))).toBe(true);
       }),
       { numRuns: 600 },
     );
+  };
+  it('hits of one entry: their shared attributes written once, copied after, and written again when an input changes (protobuf)', () => hitsOfOneEntry(protobuf));
+  it('… and as JSON text', () => hitsOfOneEntry(json));
+
+  it('JSON text: attributes kept after others were written come back with the comma that parts them', () => {
+    const texts: JsonSpan[] = [];
+    const out = json.make((s) => texts.push(s));
+    const [a, b, c] = [new SpanKey('a'), new SpanKey('b'), new SpanKey('c')];
+    const owner = {};
+    for (let i = 0; i < 2; i++) {
+      out.begin('x', SpanKind.SERVER, '0af7651916cd43dd8448eb211c80319c', 'b7ad6b7169203331', undefined, 1.7e12, 1.7e12 + 1);
+      out.attr(a, 1);
+      if (!out.repeat(owner, ['in'])) {
+        out.attr(b, 'two');
+        out.attr(c, true);
+        out.keep(owner, ['in']);
+      }
+      out.attr(a, 2.5);
+      out.end(undefined, undefined);
+    }
+    expect(texts[1]!.text).toBe(texts[0]!.text);
+    expect(JSON.parse(texts[1]!.text).attributes).toEqual([
+      { key: 'a', value: { intValue: 1 } },
+      { key: 'b', value: { stringValue: 'two' } },
+      { key: 'c', value: { boolValue: true } },
+      { key: 'a', value: { doubleValue: 2.5 } },
+    ]);
   });
 
   it('a batch over several slabs, and one that mixes encoded spans with span objects, comes out whole and in order', () => {
