@@ -1,11 +1,11 @@
-// What a traced hit's span costs on the report worker from end to end, for http/protobuf: written
-// (exchange-spans.ts → ProtoSpans), queued in the SDK's BatchSpanProcessor and exported over HTTP by the
-// official transport (span-export.ts) to a local sink (bench/otlp-sink.mjs, its own process) — the same
-// path the worker runs, in this one process, so that its CPU time (user + system, every thread of it) is
-// the spans' alone. Hits of 64 cache entries (bench/lib/hit-spans.mjs); the loop yields to the event loop
-// every 64 spans, as a worker between batches, so that exports run beside it. With more than one build
-// directory, their rounds are interleaved in one process (keep the old build as bench/span-encode.mjs says,
-// then rebuild).
+// What a traced hit's span costs on the report worker from end to end, for http/protobuf (or http/json with
+// OTLP_PROTOCOL=http/json): written (exchange-spans.ts → ProtoSpans or JsonSpans), queued in the SDK's
+// BatchSpanProcessor and exported over HTTP by the official transport (span-export.ts) to a local sink
+// (bench/otlp-sink.mjs, its own process) — the same path the worker runs, in this one process, so that its
+// CPU time (user + system, every thread of it) is the spans' alone. Hits of 64 cache entries
+// (bench/lib/hit-spans.mjs); the loop yields to the event loop every 64 spans, as a worker between batches,
+// so that exports run beside it. With more than one build directory, their rounds are interleaved in one
+// process (keep the old build as bench/span-encode.mjs says, then rebuild).
 //   npm run build && node bench/span-export.mjs [dist …]        (SPANS: spans a round, 200000)
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -22,7 +22,7 @@ sink.stdout.on('data', (c) => (sinkOut += c));
 while (!sinkOut.includes('port')) await sleep(50);
 
 // A queue deep enough that this loop, faster than any relay's traffic, never drops (a dropped span costs less).
-const env = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_BSP_MAX_QUEUE_SIZE: '65536' };
+const env = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_EXPORTER_OTLP_PROTOCOL: process.env.OTLP_PROTOCOL ?? 'http/protobuf', OTEL_BSP_MAX_QUEUE_SIZE: '65536' };
 const builds = await Promise.all(
   dirs.map(async (dir) => {
     const url = (file) => pathToFileURL(path.resolve(dir, file)).href;

@@ -6,7 +6,7 @@
 // id went upstream in traceparent. A hit has no child; a coalesced call links to the call it shared. What
 // the spans say is written here once, field by field, to a SpanOut: protobuf bytes (otlp-proto.ts) or JSON
 // text (otlp-json.ts), as the configured protocol wants; no span object is built.
-import { type Attributes, type AttributeValue, SpanKind } from '@opentelemetry/api';
+import { type Attributes, type AttributeValue, type SpanContext, SpanKind } from '@opentelemetry/api';
 import type { ProxyFacts } from '../core/exchange-record.js';
 import type { TraceFacts } from '../core/trace-facts.js';
 import type { StoredReport } from '../storage/report-store.js';
@@ -98,6 +98,25 @@ export interface ParentOfSpan {
 
 /** The attributes of the link from a coalesced call to the call it shared. */
 export const LEADER_LINK_ATTRIBUTES: Attributes = Object.freeze({ [A.RELAY_LINK_LEADER]: true });
+
+// What both writers share (otlp-proto.ts, otlp-json.ts):
+
+/** OTLP's span flags: the W3C trace flags in the low byte, then "has is_remote" and "is_remote". */
+export const spanFlags = (traceFlags: number, remote: boolean | undefined): number => (traceFlags & 0xff) | 0x100 | (remote ? 0x200 : 0);
+
+/** What the processor reads of a written span that stands in for a span object: it is sampled. */
+export const SAMPLED_CONTEXT: SpanContext = Object.freeze({ traceId: '', spanId: '', traceFlags: SAMPLED });
+
+/** Attributes kept per owner (SpanOut.repeat) up to this size (bytes or characters): a hit's come to ~400
+ * bytes; captured content can make them much larger, and is then written each time. */
+export const KEPT_ATTRIBUTES_MAX = 4096;
+
+/** SpanOut.repeat's comparison: every input the same (===) as when the attributes were kept. */
+export function sameInputs(a: readonly unknown[], b: readonly unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 /** Writes the spans of one exchange (its facts carry trace facts) to `out`, in the order they ended: child first. */
 export function exchangeSpans(f: ProxyFacts, report: StoredReport, out: SpanOut, captureContent: boolean): void {

@@ -15,16 +15,7 @@
 import type { AttributeValue, Attributes, SpanContext, SpanKind } from '@opentelemetry/api';
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
-import { LEADER_LINK_ATTRIBUTES, type ParentOfSpan, type SpanKey, type SpanOut } from './exchange-spans.js';
-
-// span flags of OTLP: the W3C trace flags in the low byte, then "has is_remote" and "is_remote"
-const HAS_IS_REMOTE = 0x100;
-const IS_REMOTE = 0x200;
-const SAMPLED = 1;
-const SAMPLED_CONTEXT: SpanContext = Object.freeze({ traceId: '', spanId: '', traceFlags: SAMPLED });
-
-/** Attributes kept per owner (SpanOut.repeat) up to this many characters; larger ones are written each time. */
-const KEPT_ATTRIBUTES_MAX = 4096;
+import { KEPT_ATTRIBUTES_MAX, LEADER_LINK_ATTRIBUTES, type ParentOfSpan, SAMPLED_CONTEXT, type SpanKey, type SpanOut, sameInputs, spanFlags } from './exchange-spans.js';
 
 /**
  * A span the relay wrote as JSON as it ended (JsonSpans). It goes through the SDK's BatchSpanProcessor in
@@ -90,6 +81,8 @@ function scopeText(scope: InstrumentationScope & { attributes?: Attributes; drop
   return `${text}}`;
 }
 
+const SAMPLED = 1;
+const LEADER_FLAGS = spanFlags(SAMPLED, undefined);
 const LEADER_LINK = `[{"attributes":[${keyValues(LEADER_LINK_ATTRIBUTES)}],"spanId":`;
 
 /**
@@ -121,7 +114,7 @@ export class JsonSpans implements SpanOut {
       (parent?.spanId ? `,"parentSpanId":${JSON.stringify(parent.spanId)}` : '') +
       `,"name":${JSON.stringify(name)},"kind":${kind + 1},"startTimeUnixNano":"${nanosText(start)}","endTimeUnixNano":"${nanosText(Math.max(start, end))}","attributes":[`;
     this.count = 0;
-    this.flags = SAMPLED | HAS_IS_REMOTE | (parent?.isRemote ? IS_REMOTE : 0);
+    this.flags = spanFlags(SAMPLED, parent?.isRemote);
   }
 
   repeat(owner: object, inputs: readonly unknown[]): boolean {
@@ -152,7 +145,7 @@ export class JsonSpans implements SpanOut {
 
   end(error: string | undefined, leader: { traceId: string; spanId: string } | undefined): void {
     const status = error ? `{"code":2,"message":${JSON.stringify(error)}}` : '{"code":0}';
-    const links = leader ? `${LEADER_LINK}${JSON.stringify(leader.spanId)},"traceId":${JSON.stringify(leader.traceId)},"droppedAttributesCount":0,"flags":${SAMPLED | HAS_IS_REMOTE}}]` : '[]';
+    const links = leader ? `${LEADER_LINK}${JSON.stringify(leader.spanId)},"traceId":${JSON.stringify(leader.traceId)},"droppedAttributesCount":0,"flags":${LEADER_FLAGS}}]` : '[]';
     this.emit(
       new JsonSpan(
         `${this.text}],"droppedAttributesCount":0,"events":[],"droppedEventsCount":0,"status":${status},"links":${links},"droppedLinksCount":0,"flags":${this.flags}}`,
@@ -162,12 +155,6 @@ export class JsonSpans implements SpanOut {
     );
     this.text = '';
   }
-}
-
-function sameInputs(a: readonly unknown[], b: readonly unknown[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 /** the resource's and the scope's text, written once each */

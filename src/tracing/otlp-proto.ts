@@ -20,7 +20,7 @@ import type { Attributes, AttributeValue, HrTime, Link, SpanContext, SpanKind, S
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace-base';
-import { LEADER_LINK_ATTRIBUTES, type ParentOfSpan, type SpanKey, type SpanOut } from './exchange-spans.js';
+import { KEPT_ATTRIBUTES_MAX, LEADER_LINK_ATTRIBUTES, type ParentOfSpan, SAMPLED_CONTEXT, type SpanKey, type SpanOut, sameInputs, spanFlags } from './exchange-spans.js';
 
 // wire types
 const VARINT = 0;
@@ -28,11 +28,6 @@ const FIXED64 = 1;
 const LENGTH = 2;
 const FIXED32 = 5;
 const tag = (field: number, wire: number): number => (field << 3) | wire;
-
-// span flags of OTLP: the W3C trace flags in the low byte, then "has is_remote" and "is_remote"
-const HAS_IS_REMOTE = 0x100;
-const IS_REMOTE = 0x200;
-const spanFlags = (traceFlags: number, remote: boolean | undefined): number => (traceFlags & 0xff) | HAS_IS_REMOTE | (remote ? IS_REMOTE : 0);
 
 const TWO_32 = 0x1_0000_0000;
 const TWO_16 = 0x1_0000;
@@ -456,7 +451,6 @@ function resourceSpans(w: Writer, resource: Resource, scopes: Map<Instrumentatio
 
 const isNextOf = (next: ReadableSpan | EncodedSpan, prev: EncodedSpan): boolean => next instanceof EncodedSpan && next.buf === prev.buf && next.from === prev.to;
 
-const SAMPLED_CONTEXT: SpanContext = Object.freeze({ traceId: '', spanId: '', traceFlags: 1 });
 /** how much of a slab (the buffer spans are encoded into as they end) is filled before the next is taken */
 const SLAB = 64 * 1024;
 const SLAB_FULL = SLAB - 4 * 1024;
@@ -492,16 +486,6 @@ function keyBytes(key: string): Uint8Array {
 
 const ERROR_CODE = 2; // SpanStatusCode.ERROR
 const UNSET: SpanStatus = { code: 0 };
-
-/** Attributes kept per owner (SpanOut.repeat) up to this size: a hit's come to ~400 bytes; captured content can
- * make them much larger, and is then written each time. */
-const KEPT_ATTRIBUTES_MAX = 4096;
-
-function sameInputs(a: readonly unknown[], b: readonly unknown[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
 
 /**
  * The SpanOut (exchange-spans.ts) that writes each span as OTLP/protobuf as it ends, into a slab, and hands
