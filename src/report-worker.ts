@@ -4,6 +4,7 @@
 // write side of the report store and the outbox. Its store opens on first use and again after a failure,
 // so a store that is down at start only sends reports to the outbox until it is back.
 import { parentPort, workerData } from 'node:worker_threads';
+import type { ProxyFacts } from './core/exchange-record.js';
 import { createReportPipeline } from './core/report-pipeline.js';
 import { createReportSink } from './core/report-sink.js';
 import { createReportWriter } from './core/report-writer.js';
@@ -12,7 +13,8 @@ import type { FromWorker, ReportThreadSettings, ToWorker } from './report-thread
 import { openOutboxFile } from './storage/outbox-file.js';
 import { openReportJournal } from './storage/report-journal.js';
 import { createReportPruner, directoryBytes } from './storage/report-pruner.js';
-import type { ReportStore } from './storage/report-store.js';
+import type { ReportStore, StoredReport } from './storage/report-store.js';
+import type { SpanExport } from './tracing/span-export.js';
 
 const settings = workerData as ReportThreadSettings;
 const port = parentPort!;
@@ -63,22 +65,78 @@ function lazyStore(): ReportStore & { closeIfOpen(): Promise<void> } {
 }
 
 // Tracing (only when an OTLP endpoint is set; nothing of OpenTelemetry is loaded otherwise): spans are built
-// from each traced exchange's report and exported from this thread.
-const spans = settings.tracing.enabled
-  ? await (await import('./tracing/span-export.js')).createSpanExport(settings.tracing, {
-      version: settings.defaults.clientVersion,
-      onCounters: () => send({ t: 'counters', counters: counters() }),
-      onFailure: (err) =>
-        send({ t: 'log', level: 'warn', obj: { err: { type: err?.name ?? 'Error', message: err?.message ?? 'export failed' }, endpoint: settings.tracing.url }, msg: 'trace export failed: spans are counted in llm_relay_trace_spans_failed_total (logged once a minute)' }),
-    })
-  : undefined;
+// from each traced exchange's report and exported from this thread. Its modules load with the first traced
+// report, not before the worker takes its first batch: a worker started for direct-API reports, whose clients
+// wait for their 201, does not wait for ~50 ms of OpenTelemetry modules. The spans of reports built while they
+// load wait for them, within the export queue's bound (beyond it they are dropped and counted, as there).
+let spans: SpanExport | undefined;
+let spansLoading: Promise<SpanExport | undefined> | undefined;
+const spansWaiting: [ProxyFacts, StoredReport][] = [];
+/** the spans of the exchanges waiting, and of those dropped while waiting */
+let spansWaitingCount = 0;
+let spansDroppedWaiting = 0;
+/** an exchange's spans: its own, and its upstream call's when it went upstream (exchange-spans.ts) */
+const spanCount = (facts: ProxyFacts): number => (facts.trace?.upstream ? 2 : 1);
 let lastSpanError = 0;
+
+function loadSpans(): Promise<SpanExport | undefined> {
+  spansLoading ??= import('./tracing/span-export.js')
+    .then(({ createSpanExport }) =>
+      createSpanExport(settings.tracing, {
+        version: settings.defaults.clientVersion,
+        onCounters: () => send({ t: 'counters', counters: counters() }),
+        onFailure: (err) =>
+          send({ t: 'log', level: 'warn', obj: { err: { type: err?.name ?? 'Error', message: err?.message ?? 'export failed' }, endpoint: settings.tracing.url }, msg: 'trace export failed: spans are counted in llm_relay_trace_spans_failed_total (logged once a minute)' }),
+      }),
+    )
+    .then(
+      (loaded) => {
+        spans = loaded;
+        spansWaitingCount = 0;
+        for (const [facts, report] of spansWaiting.splice(0)) submitSpans(facts, report);
+        return loaded;
+      },
+      (err: unknown) => {
+        // (settings were checked at start: this is a bug or a broken install; reports go on without spans)
+        spansDroppedWaiting += spansWaitingCount;
+        spansWaitingCount = 0;
+        spansWaiting.length = 0;
+        send({ t: 'log', level: 'error', obj: logged(err), msg: 'tracing could not start on the report worker: spans are dropped' });
+        return undefined;
+      },
+    );
+  return spansLoading;
+}
+
+function submitSpans(facts: ProxyFacts, report: StoredReport): void {
+  try {
+    spans!.submit(facts, report);
+  } catch (err) {
+    // a span that cannot be built never costs the report; once a minute in the log
+    if (Date.now() - lastSpanError < 60_000) return;
+    lastSpanError = Date.now();
+    send({ t: 'log', level: 'error', obj: { ...logged(err), reportId: facts.id }, msg: 'span not built' });
+  }
+}
+
+function traced(facts: ProxyFacts, report: StoredReport): void {
+  if (spans) return submitSpans(facts, report);
+  const n = spanCount(facts);
+  if (spansWaitingCount + n <= settings.tracing.maxQueueSize) {
+    spansWaiting.push([facts, report]);
+    spansWaitingCount += n;
+  } else spansDroppedWaiting += n;
+  void loadSpans();
+}
 
 const store = lazyStore();
 // (a function declaration: the writer calls it from a delivery that may start as soon as it is created)
 function counters() {
   const c = { pending: writer.pending, written: writer.written, dropped: writer.dropped, outboxDepth: writer.outboxDepth };
-  return spans ? Object.assign(c, { spans: { ...spans.counters } }) : c;
+  if (!settings.tracing.enabled) return c;
+  const spanCounters = spans ? { ...spans.counters } : { exported: 0, failed: 0, dropped: 0 };
+  spanCounters.dropped += spansDroppedWaiting;
+  return Object.assign(c, { spans: spanCounters });
 }
 const outbox = await openOutboxFile(settings.outboxFile);
 // SQLite acknowledges reports through the journal (report-journal.ts); PostgreSQL commits them itself, on
@@ -114,20 +172,7 @@ const sink = createReportSink({
   }),
   writer,
   onBroken: (err, id) => send({ t: 'log', level: 'error', obj: { ...logged(err), reportId: id }, msg: 'report not written' }),
-  ...(spans
-    ? {
-        onTraced: (facts, report) => {
-          try {
-            spans.submit(facts, report);
-          } catch (err) {
-            // a span that cannot be built never costs the report; once a minute in the log
-            if (Date.now() - lastSpanError < 60_000) return;
-            lastSpanError = Date.now();
-            send({ t: 'log', level: 'error', obj: { ...logged(err), reportId: facts.id }, msg: 'span not built' });
-          }
-        },
-      }
-    : {}),
+  ...(settings.tracing.enabled ? { onTraced: traced } : {}),
 });
 
 // The SQLite report file counts by the pages its rows hold (sizeBytes): the file itself shrinks only at the
@@ -174,13 +219,14 @@ port.on('message', (msg: ToWorker) => {
       await sink.flush().catch(() => undefined);
       // At the relay's stop the last spans go out before the answer; at an idle stop, after it: the files
       // are closed by then, so the next worker can start while this one still waits on the endpoint.
-      if (msg.t === 'close') await spans?.shutdown();
+      if (msg.t === 'close') await (await spansLoading)?.shutdown();
       await writer.close();
       await Promise.allSettled([store.closeIfOpen(), outbox.close()]);
       opened?.journal.close();
       send({ t: 'done', n: msg.n, counters: counters() });
-      if (msg.t === 'idle-close' && spans) {
-        await spans.shutdown();
+      const loaded = msg.t === 'idle-close' ? await spansLoading : undefined;
+      if (loaded) {
+        await loaded.shutdown();
         send({ t: 'spans-done', counters: counters() });
       }
       port.close();
