@@ -8,8 +8,8 @@
 // silently, so the counting is done around it: spans handed to the processor, spans it handed to the
 // exporter (it takes them off its queue in the same step), and the exporter's outcome for each.
 import { hostname } from 'node:os';
-import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
-import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
+import { ExportResultCode, type ExportResult, type InstrumentationScope } from '@opentelemetry/core';
+import { type Resource, defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { ProxyFacts } from '../core/exchange-record.js';
 import type { StoredReport } from '../storage/report-store.js';
@@ -44,28 +44,41 @@ export interface SpanExportOptions {
   onFailure(err: Error | undefined): void;
 }
 
+/** A protocol's writer: the SpanOut that writes each span as it ends, and the export of what it wrote. */
+interface SpanWriter {
+  contentType: string;
+  out(resource: Resource, scope: InstrumentationScope, hand: (span: EncodedSpan | JsonSpan) => void): SpanOut;
+  /** (the delegate hands it what the processor was handed: the writer's spans, standing in for span objects) */
+  encode(spans: ReadableSpan[]): Uint8Array;
+}
+
+/** Only the configured protocol's writer is loaded. */
+async function spanWriter(protocol: TracingSettings['protocol']): Promise<SpanWriter> {
+  if (protocol === 'http/json') {
+    const { JsonSpans, encodeTraceJson } = await import('./otlp-json.js');
+    return { contentType: 'application/json', out: (r, s, hand) => new JsonSpans(r, s, hand), encode: encodeTraceJson as unknown as SpanWriter['encode'] };
+  }
+  const { ProtoSpans, encodeTraceExport } = await import('./otlp-proto.js');
+  return { contentType: 'application/x-protobuf', out: (r, s, hand) => new ProtoSpans(r, s, hand), encode: encodeTraceExport };
+}
+
 /**
  * The official OTLP/HTTP exporter's parts (its delegate: transport, retries, timeouts, headers, compression,
  * OTEL_EXPORTER_OTLP_* settings), assembled as its own OTLPTraceExporter classes assemble them, with the
  * relay's writer in place of the official serializer (otlp-proto.ts, otlp-json.ts say why; same bytes).
  */
-async function otlpExporter(settings: TracingSettings): Promise<SpanExporter> {
+async function otlpExporter(settings: TracingSettings, writer: SpanWriter): Promise<SpanExporter> {
   const config = { url: settings.url, headers: settings.headers, timeoutMillis: settings.timeoutMs };
-  const json = settings.protocol === 'http/json';
   const [{ OTLPExporterBase }, { createOtlpHttpExportDelegate, convertLegacyHttpOptions }, { JsonTraceSerializer, ProtobufTraceSerializer, TraceExporterMetricsHelper }] = await Promise.all([
     import('@opentelemetry/otlp-exporter-base'),
     import('@opentelemetry/otlp-exporter-base/node-http'),
     import('@opentelemetry/otlp-transformer'),
   ]);
-  // (the delegate hands the serializer what the processor was handed: the writer's spans, JsonSpan or
-  // EncodedSpan, standing in for span objects)
-  const serializer = json
-    ? { serializeRequest: (await import('./otlp-json.js')).encodeTraceJson as unknown as (spans: ReadableSpan[]) => Uint8Array, deserializeResponse: JsonTraceSerializer.deserializeResponse }
-    : { serializeRequest: (await import('./otlp-proto.js')).encodeTraceExport, deserializeResponse: ProtobufTraceSerializer.deserializeResponse };
+  const { deserializeResponse } = settings.protocol === 'http/json' ? JsonTraceSerializer : ProtobufTraceSerializer;
   return new OTLPExporterBase(
     createOtlpHttpExportDelegate(
-      convertLegacyHttpOptions(config, 'TRACES', 'v1/traces', { 'Content-Type': json ? 'application/json' : 'application/x-protobuf' }),
-      serializer,
+      convertLegacyHttpOptions(config, 'TRACES', 'v1/traces', { 'Content-Type': writer.contentType }),
+      { serializeRequest: writer.encode, deserializeResponse },
       'otlp_http_span_exporter',
       TraceExporterMetricsHelper,
       undefined,
@@ -74,7 +87,8 @@ async function otlpExporter(settings: TracingSettings): Promise<SpanExporter> {
 }
 
 export async function createSpanExport(settings: TracingSettings, opts: SpanExportOptions): Promise<SpanExport> {
-  const inner = await otlpExporter(settings);
+  const writer = await spanWriter(settings.protocol);
+  const inner = await otlpExporter(settings, writer);
   const counters: SpanCounters = { exported: 0, failed: 0, dropped: 0 };
   let handed = 0;
   let taken = 0;
@@ -130,10 +144,7 @@ export async function createSpanExport(settings: TracingSettings, opts: SpanExpo
     processor.onEnd(span as unknown as ReadableSpan);
   };
   // each span is written in the protocol's form as it ends, and the processor queues that
-  const out: SpanOut =
-    settings.protocol === 'http/json'
-      ? new (await import('./otlp-json.js')).JsonSpans(resource, scope, hand)
-      : new (await import('./otlp-proto.js')).ProtoSpans(resource, scope, hand);
+  const out = writer.out(resource, scope, hand);
 
   return {
     counters,
