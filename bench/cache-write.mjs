@@ -2,7 +2,7 @@
 // short chat answer, 32 at a time as a busy relay's quiet timer commits them, in a fresh file per build. CPU
 // time (user + system) of this process per write. With more than one build directory, their rounds are
 // interleaved in one process (keep the old build as bench/span-encode.mjs says, then rebuild).
-//   npm run build && node bench/cache-write.mjs [dist …]        (ANSWER_CHARS: pads the answer)
+//   npm run build && node bench/cache-write.mjs [dist …]        (ANSWER_CHARS: pads the answer; ANSWER=stream)
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -10,7 +10,16 @@ import { pathToFileURL } from 'node:url';
 
 const dirs = process.argv.length > 2 ? process.argv.slice(2) : ['dist'];
 const pad = 'x'.repeat(Number(process.env.ANSWER_CHARS ?? 0));
-const value =
+// ANSWER=stream: a streamed answer's entry instead (its SSE text: 20 events of a few words, as
+// ../shared/bench/upstream.mjs sends them, each repeating the chunk's envelope)
+const WORDS = 'The quick brown fox jumps over the lazy dog while a proxy forwards the request to an upstream model'.split(' ');
+const envelope = { id: 'chatcmpl-abc', object: 'chat.completion.chunk', created: 1764110000, model: 'gpt-4o-mini-2024-07-18', system_fingerprint: 'fp_bench0001' };
+const sse =
+  Array.from({ length: 20 }, (_, i) => {
+    const content = ' ' + Array.from({ length: 5 }, (_, j) => WORDS[(i * 5 + j) % WORDS.length]).join(' ');
+    return `data: ${JSON.stringify({ ...envelope, choices: [{ index: 0, delta: { content }, logprobs: null, finish_reason: null }] })}\n\n`;
+  }).join('') + 'data: [DONE]\n\n';
+const value = process.env.ANSWER === 'stream' ? `{"v":2,"status":200,"headers":{"content-type":"text/event-stream"},"sse":true}\n${sse}` :
   `{"v":2,"status":200,"headers":[["content-type","application/json"]]}\n` +
   JSON.stringify({
     id: 'chatcmpl-abc',
