@@ -4,7 +4,7 @@
 //
 //   CPU time per exchange    cpu.sh: user + system µs per answer, all threads (relay hit, miss, streamed miss,
 //                            direct-API report) against the mock upstream answering directly and a bare
-//                            @fastify/http-proxy
+//                            @fastify/http-proxy; and the floor of a durable report (report-floor.mjs --durable)
 //   instructions             cost.sh (valgrind callgrind; ~20 min, only with --instructions)
 //   memory                   streams.mjs: RSS idle, with 1,000 streams open, after two rounds; the same rounds
 //                            through the floor (bench/reference-proxy.mjs --kind http: node:http + undici)
@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeSection } from './lib/results-file.mjs';
-import { BENCH_DIR, ROOT, freePort, sleep, startHelper, startRelay, stopChild } from './lib/processes.mjs';
+import { BENCH_DIR, ROOT, cpuTimeMs, freePort, sleep, startHelper, startRelay, stopChild } from './lib/processes.mjs';
 
 const HELP = `Usage: node bench/cost.mjs [options]      (npm run bench:cost builds first)
 
@@ -105,9 +105,49 @@ function perExchange(rows, field, unit, limits) {
   return lines;
 }
 
+/**
+ * CPU µs (user + system, all threads) per answer of process `pid` under ../shared/bench/client.mjs, measured
+ * as cpu.sh measures its rows: WARM answers first, then N counted, C in flight (cpu.sh's defaults).
+ */
+function clientCpu(url, mode, pid) {
+  const run = (n) => execFileSync(process.execPath, [path.join(shared, 'client.mjs'), url, mode, String(n), process.env.C ?? '8'], { encoding: 'utf8' });
+  run(Number(process.env.WARM ?? 3000));
+  const n = Number(process.env.N ?? 20000);
+  const before = cpuTimeMs(pid);
+  const { errors } = JSON.parse(run(n).trim().split('\n').pop());
+  return { us: Math.round(((cpuTimeMs(pid) - before) * 1000) / n), errors };
+}
+
+/**
+ * The floor of the durable report's row, in the same minutes: bench/report-floor.mjs --durable (node:http,
+ * JSON.parse, the turn's bodies appended to a file and fdatasync'd together, a 201) under client.mjs's
+ * report load, against the mock answering directly again.
+ */
+async function durableFloor() {
+  const port = await freePort();
+  const mock = spawn(process.execPath, [path.join(shared, 'upstream.mjs')], { cwd: shared, env: { ...process.env, UPSTREAM_PORT: String(port) }, stdio: 'ignore' });
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'relay-cost-floor-'));
+  try {
+    await sleep(500);
+    const direct = clientCpu(`http://127.0.0.1:${port}`, 'miss', mock.pid);
+    const floor = await startHelper('durable floor', 'report-floor.mjs', ['--durable', path.join(dir, 'journal')]);
+    try {
+      return { direct, floor: clientCpu(floor.url, 'report', floor.child.pid) };
+    } finally {
+      await stopChild(floor, 5000);
+    }
+  } finally {
+    mock.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 if (!skip.has('cpu')) {
   log('cpu.sh: CPU time per exchange (about 2 minutes)');
   const rows = runTool('cpu.sh');
+  log('the floor of a durable report: bench/report-floor.mjs --durable under the same report load');
+  const f = await durableFloor();
+  const floorRatio = ratio(f.floor.us, f.direct.us);
   sections.push(
     '### CPU time per exchange (`cpu.sh`: user + system µs, all threads, 20,000 answers after 3,000 warm-up, 8 in flight)',
     '',
@@ -116,7 +156,12 @@ if (!skip.has('cpu')) {
     `Direct streamed: ${rows.get('direct stream-miss')?.cpu_us_per_req ?? '—'} µs. Requests/s of the relay's rows: ` +
       ['hit', 'miss', 'stream-miss', 'report'].map((m) => `${m} ${rows.get(`relay ${m}`)?.rps ?? '—'}`).join(', ') + '.',
     '',
+    `The durable report's floor, measured right after (\`bench/report-floor.mjs --durable\`: node:http, \`JSON.parse\`, ` +
+      `each turn's reports appended to a file and fdatasync'd together, a 201; client.mjs's report load): ${f.floor.us} µs ` +
+      `against the mock answering directly ${f.direct.us} µs, ${fmt(floorRatio)}× (errors: ${f.floor.errors + f.direct.errors}).`,
+    '',
   );
+  targets.push({ what: 'a durable report at the floor (report-floor.mjs --durable) against direct', value: `${fmt(floorRatio)}×`, limit: '(the least a durable report could cost)', verdict: '—' });
 }
 if (values.instructions) {
   log('cost.sh: instructions per exchange under callgrind (about 20 minutes)');
