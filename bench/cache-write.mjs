@@ -19,7 +19,8 @@ const sse =
     const content = ' ' + Array.from({ length: 5 }, (_, j) => WORDS[(i * 5 + j) % WORDS.length]).join(' ');
     return `data: ${JSON.stringify({ ...envelope, choices: [{ index: 0, delta: { content }, logprobs: null, finish_reason: null }] })}\n\n`;
   }).join('') + 'data: [DONE]\n\n';
-const value = process.env.ANSWER === 'stream' ? `{"v":2,"status":200,"headers":{"content-type":"text/event-stream"},"sse":true}\n${sse}` :
+const streamValue = `{"v":2,"status":200,"headers":{"content-type":"text/event-stream"},"sse":true}\n${sse}`;
+const jsonValue =
   `{"v":2,"status":200,"headers":[["content-type","application/json"]]}\n` +
   JSON.stringify({
     id: 'chatcmpl-abc',
@@ -29,6 +30,7 @@ const value = process.env.ANSWER === 'stream' ? `{"v":2,"status":200,"headers":{
     choices: [{ index: 0, message: { role: 'assistant', content: `Hello there! How can I help you today with your question?${pad}` }, finish_reason: 'stop' }],
     usage: { prompt_tokens: 20, completion_tokens: 25, total_tokens: 45 },
   });
+const value = process.env.ANSWER === 'stream' ? streamValue : jsonValue;
 const temp = mkdtempSync(join(tmpdir(), 'cache-write-'));
 const builds = await Promise.all(
   dirs.map(async (dir, i) => {

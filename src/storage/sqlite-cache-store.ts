@@ -90,7 +90,8 @@ function packValue(value: string): string | Buffer {
  * costs more than compressing a 1 KB answer; sized like this the output is the same to a few bytes.
  * Level 1 (zlib's fastest): the write runs on the event loop, and a streamed answer's SSE text, which
  * repeats its envelope in every event, deflates 2.5 times faster than at the default level 6 (a 6.8 KB
- * entry: 53 → 21 µs) for 8% more bytes; an answer's prose, 30% faster for 1-5% more (bench/cache-write.mjs).
+ * entry: 53 → 21 µs; the whole write, `ANSWER=stream node bench/cache-write.mjs`: 82 → 54 µs) for 8% more
+ * bytes; an answer's prose, ~30% faster for 1-5% more.
  */
 function deflateFor(length: number): { windowBits: number; memLevel: number; level: number } {
   return { windowBits: Math.min(15, Math.max(9, Math.ceil(Math.log2(length + 262)))), memLevel: 4, level: 1 };
