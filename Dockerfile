@@ -3,13 +3,15 @@
 
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
-# better-sqlite3 compiles from source when no prebuilt binary can be fetched.
+# better-sqlite3 compiles from source when no prebuilt binary can be fetched; native/ (malloc_trim) always.
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
     && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 # Without scripts: the project's own (prepare builds dist/, and src/ is not here yet); better-sqlite3 is
-# the one dependency with an install step, run on its own.
+# the one dependency with an install step, run on its own, and the project's addon is built next.
 RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
+COPY native/binding.gyp native/malloc-trim.c ./native/
+RUN npm run build:native
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build && npm prune --omit=dev
@@ -23,7 +25,7 @@ ENV NODE_ENV=production \
 # buffer it raises its trim and mmap thresholds to that size and keeps up to twice it at the top of every
 # heap, and each thread that ever allocated has an arena of its own. Two arenas and fixed thresholds (they
 # can only be set before the process starts): measured at rest after two rounds of 1,000 streams, 157-178 MB
-# -> 128 MB (README, Docker).
+# -> 128 MB (README, Docker). The relay also calls malloc_trim in quiet moments (src/memory-trim.ts).
 ENV MALLOC_ARENA_MAX=2 \
     MALLOC_TRIM_THRESHOLD_=131072 \
     MALLOC_MMAP_THRESHOLD_=131072
@@ -31,6 +33,7 @@ WORKDIR /app
 COPY --from=build --chown=node:node /app/package.json ./
 COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
+COPY --from=build --chown=node:node /app/native/build/Release/malloc_trim.node ./native/build/Release/
 COPY --chown=node:node config ./config
 COPY --chown=node:node dashboard ./dashboard
 # 0700: the relay keeps prompts and answers there (it makes a data dir of its own 0700 too).

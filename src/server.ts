@@ -2,6 +2,7 @@
 // in-flight calls finish within the grace period, flush every report, close the stores, exit 0.
 import type { RelayConfig } from './config.js';
 import { type AppOverrides, type Relay, buildApp } from './app.js';
+import { loadTrimBinding, startMemoryTrim } from './memory-trim.js';
 
 /** How long after the grace period a shutdown may still take (flushing reports, closing stores). */
 const HARD_EXIT_AFTER_GRACE_MS = 10_000;
@@ -22,10 +23,18 @@ export async function startServer(config: Readonly<RelayConfig>, overrides: AppO
     );
   }
 
+  const mb = (bytes: number): number => Math.round(bytes / 104_857.6) / 10;
+  const trimmer = startMemoryTrim({
+    onTrim: (before, after, released) => log.debug({ rssBeforeMb: mb(before), rssAfterMb: mb(after), released }, 'memory handed back (malloc_trim)'),
+  });
+  if (!loadTrimBinding() && process.platform === 'linux')
+    log.info('native/malloc_trim is not built (`npm run build:native` builds it): memory a burst freed stays with the C library');
+
   let closing = false;
   const shutdown = (signal: NodeJS.Signals): void => {
     if (closing) return;
     closing = true;
+    trimmer?.stop();
     log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down');
     const force = setTimeout(() => {
       log.warn('grace period over: closing the remaining connections');

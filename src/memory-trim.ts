@@ -1,0 +1,107 @@
+// Memory a burst freed, handed back to the system. A thousand streams at once leave tens of MB of freed
+// blocks inside glibc's arenas (Node's buffers, sockets and parsers, the report worker's batches), and
+// glibc keeps them: free() only gives back the free space at the top of an arena, and what a burst frees is
+// fragmented below it. malloc_trim(0) walks the arenas and gives back every free page (measured: a relay
+// 30 s after two rounds of 1,000 streams, 137-148 MB -> 97-99 MB; docs/benchmarks.md). JavaScript cannot
+// call it, so a small addon does (native/malloc-trim.c, built at install; without it this does nothing).
+//
+// When: in a quiet moment — the event loop idle over the last interval — and only when RSS moved by at
+// least `changeBytes` since the last trim (grew with a burst, or fell as the report worker stopped and
+// freed its own). Quiet and unchanged, nothing runs; busy, nothing runs either (a trim locks each arena
+// while it walks it, and pages it gives back are faulted in again by the next allocations).
+import { createRequire } from 'node:module';
+import { performance } from 'node:perf_hooks';
+
+interface Binding {
+  trim(): boolean;
+  supported: boolean;
+}
+
+const require = createRequire(import.meta.url);
+
+let binding: Binding | null | undefined;
+
+/** The addon: undefined when it was not built (native/binding.gyp; `npm run build:native`). */
+export function loadTrimBinding(): Binding | undefined {
+  if (binding === undefined) {
+    try {
+      binding = require('../native/build/Release/malloc_trim.node') as Binding;
+    } catch {
+      binding = null;
+    }
+  }
+  return binding ?? undefined;
+}
+
+export interface MemoryTrimOptions {
+  /** how often the event loop's use and RSS are read (0: only when `tick` is called) */
+  everyMs?: number;
+  /** RSS change since the last trim that makes one worth it */
+  changeBytes?: number;
+  /** the event loop's utilisation over an interval at or under which the interval counts as quiet */
+  quietUtilization?: number;
+  /** (tests) the trim, RSS and the event loop's utilisation since the last reading */
+  trim?: () => boolean;
+  rss?: () => number;
+  utilization?: () => number;
+  onTrim?: (rssBefore: number, rssAfter: number, released: boolean) => void;
+}
+
+export interface MemoryTrim {
+  /** one reading: trims when it is due; true when it trimmed */
+  tick(): boolean;
+  stop(): void;
+  readonly trims: number;
+}
+
+export const TRIM_EVERY_MS = 2_000;
+export const TRIM_CHANGE_BYTES = 4 * 1024 * 1024;
+export const QUIET_UTILIZATION = 0.05;
+
+function eventLoopUtilization(): () => number {
+  let last = performance.eventLoopUtilization();
+  return () => {
+    const now = performance.eventLoopUtilization();
+    const u = performance.eventLoopUtilization(now, last).utilization;
+    last = now;
+    return u;
+  };
+}
+
+/**
+ * Starts the readings (an unref'd timer: it never keeps the process alive). Returns undefined when there
+ * is nothing to call (the addon is not built, or the C library is not glibc) and no `trim` was given.
+ */
+export function startMemoryTrim(opts: MemoryTrimOptions = {}): MemoryTrim | undefined {
+  const native = loadTrimBinding();
+  const trim = opts.trim ?? (native?.supported ? native.trim : undefined);
+  if (!trim) return undefined;
+  const rss = opts.rss ?? (() => process.memoryUsage.rss());
+  const utilization = opts.utilization ?? eventLoopUtilization();
+  const changeBytes = opts.changeBytes ?? TRIM_CHANGE_BYTES;
+  const quiet = opts.quietUtilization ?? QUIET_UTILIZATION;
+  let base = rss();
+  let trims = 0;
+
+  const tick = (): boolean => {
+    const u = utilization();
+    if (u > quiet) return false;
+    const before = rss();
+    if (Math.abs(before - base) < changeBytes) return false;
+    const released = trim();
+    base = rss();
+    trims++;
+    opts.onTrim?.(before, base, released);
+    return true;
+  };
+  const everyMs = opts.everyMs ?? TRIM_EVERY_MS;
+  const timer = everyMs > 0 ? setInterval(tick, everyMs) : undefined;
+  timer?.unref();
+  return {
+    tick,
+    stop: () => clearInterval(timer),
+    get trims() {
+      return trims;
+    },
+  };
+}

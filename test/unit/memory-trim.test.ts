@@ -1,0 +1,92 @@
+// The memory trim: the addon is built here (Linux, glibc) and gives memory back; the policy trims only in
+// a quiet interval after RSS moved, and never twice for the same change.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { describe, expect, it } from 'vitest';
+import { TRIM_CHANGE_BYTES, loadTrimBinding, startMemoryTrim } from '../../src/memory-trim.js';
+
+const MB = 1024 * 1024;
+
+function rig(readings: { rss: number; utilization: number }[]) {
+  let i = 0;
+  let current = readings[0]!;
+  const calls: number[] = [];
+  const trim = startMemoryTrim({
+    everyMs: 0,
+    trim: () => {
+      calls.push(current.rss);
+      current = { ...current, rss: current.rss - 30 * MB };
+      return true;
+    },
+    rss: () => current.rss,
+    utilization: () => current.utilization,
+  })!;
+  return {
+    trim,
+    calls,
+    /** the next reading, then one tick */
+    step() {
+      current = readings[++i]!;
+      return trim.tick();
+    },
+  };
+}
+
+describe('memory trim', () => {
+  it('the addon is built on this machine (glibc) and malloc_trim runs', () => {
+    // npm ci builds native/ (the install script); on this Linux the C library is glibc.
+    const binding = loadTrimBinding();
+    expect(binding, 'native/build/Release/malloc_trim.node: `npm run build:native` builds it').toBeDefined();
+    expect(binding!.supported).toBe(true);
+    expect(typeof binding!.trim()).toBe('boolean');
+  });
+
+  it('gives back freed native memory that free() kept', () => {
+    const binding = loadTrimBinding()!;
+    // Many small native blocks freed with every 16th kept alive: free space below live blocks, which
+    // free() does not give back (glibc only trims an arena's top).
+    const rss = () => process.memoryUsage.rss();
+    const kept: Buffer[] = [];
+    let blocks: Buffer[] | null = [];
+    for (let i = 0; i < 40_000; i++) {
+      const b = Buffer.allocUnsafeSlow(4096 - 64);
+      b.fill(1);
+      if (i % 16 === 0) kept.push(b);
+      else blocks.push(b);
+    }
+    blocks = null;
+    // the Buffers' memory is freed when V8 collects them
+    setFlagsFromString('--expose-gc');
+    (runInNewContext('gc') as () => void)();
+    const before = rss();
+    expect(binding.trim()).toBe(true);
+    const after = rss();
+    expect(kept.length).toBe(2500);
+    // 150 MB were freed in runs of 15 blocks between live ones: most of it comes back
+    expect(before - after).toBeGreaterThan(64 * MB);
+  });
+
+  it('trims once in a quiet interval after RSS grew, and not while busy', () => {
+    const r = rig([
+      { rss: 100 * MB, utilization: 0 },
+      { rss: 180 * MB, utilization: 0.9 }, // a burst: busy, no trim
+      { rss: 200 * MB, utilization: 0.4 },
+      { rss: 190 * MB, utilization: 0.01 }, // quiet, 90 MB above the last base: trim
+      { rss: 160 * MB, utilization: 0 }, // (what the trim gave back) unchanged since: nothing
+      { rss: 160 * MB + TRIM_CHANGE_BYTES - 1, utilization: 0 }, // under the threshold
+    ]);
+    expect([r.step(), r.step(), r.step(), r.step(), r.step()]).toEqual([false, false, true, false, false]);
+    expect(r.calls).toEqual([190 * MB]);
+    expect(r.trim.trims).toBe(1);
+  });
+
+  it('trims again when RSS fell (the report worker stopped and freed its own)', () => {
+    const r = rig([
+      { rss: 100 * MB, utilization: 0 },
+      { rss: 150 * MB, utilization: 0 }, // trimmed (the rig's trim gives back 30 MB): base 120
+      { rss: 100 * MB, utilization: 0 }, // the worker went: 20 MB under the base, its arena's free pages left: base 70
+      { rss: 70 * MB, utilization: 0 },
+    ]);
+    expect([r.step(), r.step(), r.step()]).toEqual([true, true, false]);
+  });
+});
