@@ -12,33 +12,42 @@ export interface CapturedBody {
 
 const FIRST_BYTES = 4096;
 
+/**
+ * A class, not an object literal with a getter (`size`): a literal's getter closure is kept outside V8's
+ * young generation, and the copy it captures would outlive every young collection (see EdgeRequest in
+ * http/proxy-edge.ts).
+ */
+class Capture implements CapturedBody {
+  private buf: Buffer | undefined;
+  private over = false;
+  size = 0;
+
+  constructor(private readonly limit: number) {}
+
+  add(chunk: Buffer): void {
+    const end = this.size + chunk.length;
+    if (!this.over && end > this.limit) {
+      this.over = true;
+      this.buf = undefined;
+    }
+    if (!this.over) {
+      let buf = this.buf;
+      if (!buf || end > buf.length) {
+        const grown = Buffer.allocUnsafe(Math.min(this.limit, Math.max(FIRST_BYTES, end, (buf?.length ?? 0) * 2)));
+        if (buf) buf.copy(grown, 0, 0, this.size);
+        this.buf = buf = grown;
+      }
+      chunk.copy(buf, this.size);
+    }
+    this.size = end;
+  }
+
+  bytes(): Buffer | undefined {
+    if (this.over) return undefined;
+    return this.buf ? this.buf.subarray(0, this.size) : Buffer.alloc(0);
+  }
+}
+
 export function captureBody(limit: number): CapturedBody {
-  let buf: Buffer | undefined;
-  let size = 0;
-  let over = false;
-  return {
-    add(chunk) {
-      const end = size + chunk.length;
-      if (!over && end > limit) {
-        over = true;
-        buf = undefined;
-      }
-      if (!over) {
-        if (!buf || end > buf.length) {
-          const grown = Buffer.allocUnsafe(Math.min(limit, Math.max(FIRST_BYTES, end, (buf?.length ?? 0) * 2)));
-          if (buf) buf.copy(grown, 0, 0, size);
-          buf = grown;
-        }
-        chunk.copy(buf, size);
-      }
-      size = end;
-    },
-    get size() {
-      return size;
-    },
-    bytes() {
-      if (over) return undefined;
-      return buf ? buf.subarray(0, size) : Buffer.alloc(0);
-    },
-  };
+  return new Capture(limit);
 }

@@ -10,7 +10,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { RELAY_ERR_BAD_REQUEST, RELAY_ERR_BODY_TOO_LARGE, RELAY_ERR_SHUTTING_DOWN, RELAY_ERR_UNAUTHORIZED } from '../errors.js';
-import { ClientGone, type Exchange, type ProxyResponse } from '../core/proxy-types.js';
+import { ClientGone, type Exchange, type ProxyRequest, type ProxyResponse } from '../core/proxy-types.js';
 import { type AccessLine, logArrival, logCompleted } from './access-log.js';
 import { type RelayErrorFacts, dialectOf, errorAnswer, errorFacts } from '../core/error-answer.js';
 import { isBrowserRequest } from './browser-routes.js';
@@ -63,6 +63,42 @@ export interface ProxyEdge {
 
 const HEALTHY = JSON.stringify({ status: 'ok' });
 
+/**
+ * A proxied call as core sees it. The client going away (before or during the answer) aborts the upstream
+ * call: the signal is made only when core asks for it, i.e. on the way upstream; a cache hit never needs one.
+ * A class, not an object literal with a getter: such a literal gets a hidden class of its own per call, kept
+ * outside V8's young generation, and its getter's closure (with the request and the response it holds) then
+ * outlives every young collection until a full one. Measured under cpu.sh's hit load: 2.3 MB promoted
+ * per young collection, 55 MB over 20,000 hits, against 0.1 MB with the class (docs/benchmarks.md).
+ */
+class EdgeRequest implements ProxyRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingMessage['headers'];
+  gone: ClientGone | undefined;
+
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+    readonly body: Buffer | undefined,
+  ) {
+    this.method = req.method!;
+    this.url = req.url!;
+    this.headers = req.headers;
+  }
+
+  get signal(): ClientGone {
+    if (!this.gone) {
+      const g = new ClientGone();
+      this.gone = g;
+      const res = this.res;
+      if (this.req.socket.destroyed) g.abort();
+      else res.once('close', () => res.writableFinished || g.abort());
+    }
+    return this.gone;
+  }
+}
+
 export function createProxyEdge(opts: ProxyEdgeOptions): ProxyEdge {
   const { exchange, log, maxBodyBytes } = opts;
 
@@ -103,32 +139,13 @@ export function createProxyEdge(opts: ProxyEdgeOptions): ProxyEdge {
   }
 
   async function forward(req: IncomingMessage, res: ServerResponse, line: AccessLine, body: Buffer | undefined): Promise<void> {
-    // The client going away (before or during the answer) aborts the upstream call. The signal is made
-    // only when core asks for it, i.e. on the way upstream: a cache hit never needs one.
-    let gone: ClientGone | undefined;
-    const signal = (): ClientGone => {
-      if (!gone) {
-        const g = new ClientGone();
-        gone = g;
-        if (req.socket.destroyed) g.abort();
-        else res.once('close', () => res.writableFinished || g.abort());
-      }
-      return gone;
-    };
+    const call = new EdgeRequest(req, res, body);
     let out: ProxyResponse;
     try {
-      out = await exchange.handle({
-        method: req.method!,
-        url: req.url!,
-        headers: req.headers,
-        body,
-        get signal() {
-          return signal();
-        },
-      });
+      out = await exchange.handle(call);
     } catch (err) {
       // The client left before the answer: nobody to answer, nothing went wrong (the report says so).
-      if (gone?.aborted || res.destroyed) {
+      if (call.gone?.aborted || res.destroyed) {
         log.debug({ reqId: line.reqId, url: line.req.url }, 'client went away before the answer');
         return;
       }
