@@ -5,10 +5,12 @@
 // the body store recognises without walking it), and so are the wire facts of an assembled stream.
 import { hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
+import { timestampMs } from '../storage/report-cursor.js';
 import type { StoredReport } from '../storage/report-store.js';
+import { canVary, variant } from '../storage/report-variant.js';
 import { decodeBody } from './content-encoding.js';
 import { decodeUtf8Strict, parseJsonStrict } from './json-guard.js';
-import type { ApiRecord, ProxyRecord } from './exchange-record.js';
+import type { ApiRecord, ProxyFacts, ProxyRecord } from './exchange-record.js';
 import type { PriceTable } from './pricing.js';
 import { type ExchangeFacts, knownBody, knownFacts, proxyReport } from './proxy-report.js';
 import { reportFields } from './proxy-headers.js';
@@ -54,7 +56,28 @@ function parseJson(text: string): unknown {
   }
 }
 
+/**
+ * What makes a hit's report the same as an earlier one's but for the variant fields (report-variant.ts):
+ * every fact the report is derived from except its id and times. Undefined for a call that did not get its
+ * answer from an origin, or whose request was not hashed on the event loop.
+ */
+function variantKey(f: ProxyFacts): string | undefined {
+  if (f.originReportId === undefined || f.upstreamMs !== undefined) return undefined;
+  if (f.requestJson !== 'no' && f.requestSha256 === undefined) return undefined;
+  let headers = '';
+  for (const [name, value] of f.relayHeaders) headers += `\n${name}\n${value}`;
+  return (
+    `${f.originReportId}\n${f.requestSha256 ?? ''}\n${f.requestJson}\n${f.method}\n${f.url}\n${f.upstream}\n${f.status}\n` +
+    `${f.streamed}\n${f.encoding}\n${f.cacheStatus}\n${f.cacheEnabled}\n${f.cacheKey}\n${f.outcome}\n${f.costSavedUsd}\n${f.error}${headers}`
+  );
+}
+
 export function createReportPipeline(opts: PipelineOptions): ReportPipeline {
+  // The last report of each kind of hit, by variantKey: the next hit like it is a variant of it.
+  const hits = new LRUCache<string, StoredReport>({
+    maxSize: KEPT_BYTES,
+    sizeCalculation: (r) => Math.max(1, r.requestBytes + r.responseBytes),
+  });
   const requests = new LRUCache<string, { body: unknown; bytes: number }>({ maxSize: KEPT_BYTES, sizeCalculation: (r) => Math.max(1, r.bytes) });
   const answers = new LRUCache<string, ReadAnswer & { bytes: number }>({ maxSize: KEPT_BYTES, sizeCalculation: (a) => Math.max(1, a.bytes) });
 
@@ -114,6 +137,20 @@ export function createReportPipeline(opts: PipelineOptions): ReportPipeline {
   return {
     proxy(record) {
       const f = record.facts;
+      const key = variantKey(f);
+      const base = key === undefined ? undefined : hits.get(key);
+      if (base) {
+        const receivedAt = new Date(f.endedAt).toISOString();
+        const requestTimestamp = new Date(f.startedAt).toISOString();
+        return variant(base, {
+          id: f.id,
+          receivedAt,
+          requestTimestamp,
+          responseTimestamp: receivedAt,
+          // (deriveReport's duration: the difference of the two timestamps as written)
+          durationMs: Number.isInteger(f.startedAt) && Number.isInteger(f.endedAt) ? f.endedAt - f.startedAt : timestampMs(receivedAt) - timestampMs(requestTimestamp),
+        });
+      }
       const req = requestBody(record);
       const answer = answerOf(record);
       const fields = reportFields(Object.fromEntries(f.relayHeaders), opts.defaults);
@@ -147,6 +184,7 @@ export function createReportPipeline(opts: PipelineOptions): ReportPipeline {
       // An assembled stream's wire facts are those of its JSON: computed once, kept for the hits that follow.
       if (answer && !answer.known && answer.body !== undefined && answer.body !== null)
         answer.known = { bytes: report.responseBytes, sha256: report.responseSha256 as string };
+      if (key !== undefined && canVary(report)) hits.set(key, report);
       return report;
     },
 

@@ -17,6 +17,8 @@ export type Hash = Buffer;
 export interface Blob {
   hash: Hash;
   bytes: Buffer;
+  /** the hash as hex, once a writer needed it (a blob of a kept body is written again with every use) */
+  hex?: string;
 }
 
 /** A body as blobs: `root` is the one a report names; `blobs` holds every blob it needs, root included. */

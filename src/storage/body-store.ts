@@ -11,6 +11,7 @@
 import { LRUCache } from 'lru-cache';
 import { type Blob, type Hash, MissingBlobError, assembleBody, childrenOf, splitBody, type SplitBody } from './body-codec.js';
 import type { StoredReport } from './report-store.js';
+import { baseOf } from './report-variant.js';
 
 /** How stale a blob's recorded last_ms may be before a new use writes it again. */
 export const KNOWN_FRESH_MS = 60 * 60 * 1000;
@@ -23,6 +24,8 @@ export function sweepBefore(oldestWithBodiesMs: number | null, now: number): num
 /** A report as its row keeps it. */
 export interface PlannedReport {
   report: StoredReport;
+  /** the report this one is a variant of (report-variant.ts), when its row was made from that one's */
+  base?: StoredReport;
   /** the report's JSON (text, or a store's packed form), each body replaced by 0 (the key stays in its place) */
   data: string | Buffer;
   request: Hash | null;
@@ -52,6 +55,23 @@ const KNOWN_HASHES = 50_000;
 /** The report's JSON as a row keeps it, each body written as 0. */
 export type RowEncoder = (report: StoredReport) => string | Buffer;
 
+/**
+ * How a store encodes the variants of a report (report-variant.ts) from a template made once from their
+ * base; the result must be what its RowEncoder makes of the variant.
+ */
+export interface VariantEncoder<T> {
+  template(base: StoredReport): T | undefined;
+  encode(template: T, report: StoredReport): string | Buffer;
+}
+
+/** What a variant's row takes from its base's, unchanged. */
+interface BasePlan {
+  template: unknown;
+  request: Hash | null;
+  response: Hash | null;
+  blobs: Blob[];
+}
+
 /** The report as JSON text with each body replaced by 0 (the key stays, so it keeps its place). */
 export function jsonWithoutBodies(report: StoredReport): string {
   const request = report.request;
@@ -61,8 +81,9 @@ export function jsonWithoutBodies(report: StoredReport): string {
   });
 }
 
-export function createBodyKeeper(encode: RowEncoder = jsonWithoutBodies): BodyKeeper {
+export function createBodyKeeper<T>(encode: RowEncoder = jsonWithoutBodies, variants?: VariantEncoder<T>): BodyKeeper {
   const known = new LRUCache<string, number>({ max: KNOWN_HASHES });
+  const basePlans = new WeakMap<StoredReport, BasePlan | null>();
   // A hit's report carries its origin's answer as the same object (report-pipeline.ts): split once.
   const splits = new WeakMap<object, SplitBody>();
 
@@ -79,6 +100,21 @@ export function createBodyKeeper(encode: RowEncoder = jsonWithoutBodies): BodyKe
 
   return {
     plan(report) {
+      const base = variants ? baseOf(report) : undefined;
+      if (base) {
+        let b = basePlans.get(base);
+        if (b === undefined) {
+          const template = variants!.template(base);
+          const req = split(base.request?.body);
+          const res = split(base.response?.body);
+          b = template === undefined ? null : { template, request: req?.root ?? null, response: res?.root ?? null, blobs: [...(req?.blobs ?? []), ...(res?.blobs ?? [])] };
+          basePlans.set(base, b);
+        }
+        if (b) {
+          const data = variants!.encode(b.template as T, report);
+          return { report, base, data, request: b.request, response: b.response, receivedMs: receivedMs(report), blobs: b.blobs };
+        }
+      }
       const req = split(report.request?.body);
       const res = split(report.response?.body);
       const data = encode(report);
@@ -93,7 +129,7 @@ export function createBodyKeeper(encode: RowEncoder = jsonWithoutBodies): BodyKe
         // was just written must not look sweepable to a pruner running beside this batch.
         const ms = Math.max(p.receivedMs, now);
         for (const blob of p.blobs) {
-          const hex = blob.hash.toString('hex');
+          const hex = (blob.hex ??= blob.hash.toString('hex'));
           const kept = known.get(hex);
           if (kept !== undefined && kept >= ms - KNOWN_FRESH_MS) continue;
           const w = out.get(hex);
@@ -106,7 +142,7 @@ export function createBodyKeeper(encode: RowEncoder = jsonWithoutBodies): BodyKe
 
     committed(writes) {
       for (const w of writes) {
-        const hex = w.blob.hash.toString('hex');
+        const hex = (w.blob.hex ??= w.blob.hash.toString('hex'));
         known.set(hex, Math.max(known.get(hex) ?? 0, w.ms));
       }
     },

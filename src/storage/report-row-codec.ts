@@ -245,6 +245,10 @@ function value(v: unknown, bodyless = false): void {
     buf[at++] = T_NULL;
     return;
   }
+  if (v instanceof Hole) {
+    holes.push(at);
+    return;
+  }
   if (typeof (v as { toJSON?: unknown }).toJSON === 'function') {
     value((v as { toJSON(): unknown }).toJSON());
     return;
@@ -292,6 +296,90 @@ export function packReport(report: object): Buffer {
   room(1);
   buf[at++] = VERSION;
   object(report as Record<string, unknown>, false, true);
+  return Buffer.from(buf.subarray(0, at));
+}
+
+// ---- templates: a report packed once with holes where its variants differ (src/core/report-variant.ts)
+
+/** A place left open in a template; packTemplate writes nothing for it and notes where it was. */
+class Hole {}
+const HOLE = new Hole();
+/** where each hole of the template being packed fell, in order */
+let holes: number[] = [];
+
+/** A report packed with some fields left open: the bytes around them, and which field fills each gap. */
+export interface PackedTemplate {
+  /** n + 1 stretches of bytes for n paths */
+  parts: Buffer[];
+  paths: readonly (readonly string[])[];
+}
+
+function valueAt(o: unknown, path: readonly string[]): unknown {
+  let v = o;
+  for (const k of path) v = (v as Record<string, unknown> | undefined)?.[k];
+  return v;
+}
+
+/** A value packVariant writes in place: what packReport writes for it does not depend on anything around it. */
+function scalar(v: unknown): boolean {
+  return v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+}
+
+/**
+ * The report packed as packReport would, with the values at `paths` (one or two keys deep, outside the
+ * bodies) left open for packVariant to fill. Undefined when a path does not hold a scalar.
+ */
+export function packTemplate(report: object, paths: readonly (readonly string[])[]): PackedTemplate | undefined {
+  // (spreads, not Object.assign: an own `__proto__` key stays a key)
+  const open: Record<string, unknown> = { ...(report as Record<string, unknown>) };
+  for (const path of paths) {
+    if (path.length < 1 || path.length > 2 || path.includes('body') || !scalar(valueAt(report, path))) return undefined;
+    const [first, second] = path as [string, string | undefined];
+    if (second === undefined) open[first] = HOLE;
+    else {
+      // (a copy of the report's own object, made once per object)
+      if (open[first] === (report as Record<string, unknown>)[first]) open[first] = { ...(open[first] as object) };
+      (open[first] as Record<string, unknown>)[second] = HOLE;
+    }
+  }
+  holes = [];
+  at = 0;
+  room(1);
+  buf[at++] = VERSION;
+  object(open, false, true);
+  const found = holes;
+  holes = [];
+  // object() meets the holes in key order, depth first: the paths in that order, each filling its gap.
+  const order: (readonly string[])[] = [];
+  for (const [k, v] of Object.entries(open)) {
+    if (v === HOLE) order.push([k]);
+    else if (v !== null && typeof v === 'object' && v !== (report as Record<string, unknown>)[k])
+      for (const [k2, v2] of Object.entries(v)) if (v2 === HOLE) order.push([k, k2]);
+  }
+  if (found.length !== paths.length || order.length !== paths.length) return undefined;
+  const bytes = Buffer.from(buf.subarray(0, at));
+  const parts: Buffer[] = [];
+  let from = 0;
+  for (const to of found) {
+    parts.push(bytes.subarray(from, to));
+    from = to;
+  }
+  parts.push(bytes.subarray(from));
+  return { parts, paths: order };
+}
+
+/** A variant of the template's report packed: exactly packReport(report), when only the template's paths differ. */
+export function packVariant(template: PackedTemplate, report: object): Buffer {
+  const { parts, paths } = template;
+  for (const path of paths) if (!scalar(valueAt(report, path))) return packReport(report);
+  at = 0;
+  for (let i = 0; i <= paths.length; i++) {
+    const part = parts[i]!;
+    room(part.length);
+    part.copy(buf, at);
+    at += part.length;
+    if (i < paths.length) value(valueAt(report, paths[i]!));
+  }
   return Buffer.from(buf.subarray(0, at));
 }
 

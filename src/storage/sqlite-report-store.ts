@@ -11,10 +11,12 @@ import { StoreUnavailableError } from '../errors.js';
 import { COMPRESS_FROM, type Hash, packBlob, unpackBlob } from './body-codec.js';
 import { type BlobMap, type BodyRow, type PlannedReport, createBodyKeeper, restoreReports, sweepBefore } from './body-store.js';
 import { makePrivateDir, preparePrivateFile, sqliteCompanions } from './private-files.js';
-import { buildListSql, pageFromRows, reportColumns } from './report-filters.js';
-import { packReport, unpackReport } from './report-row-codec.js';
+import { requestTimeMs } from './report-cursor.js';
+import { buildListSql, finiteOrNull, pageFromRows, reportColumns } from './report-filters.js';
+import { packReport, packTemplate, packVariant, unpackReport } from './report-row-codec.js';
 import { type StatsDialect, type StatsRow, buildStatsSql, statsResult } from './report-stats-sql.js';
 import type { PruneResult, ReportStore, StoredReport } from './report-store.js';
+import { VARIANT_PATHS } from './report-variant.js';
 
 export interface SqliteReportStoreOptions {
   file: string;
@@ -233,11 +235,32 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
     'SELECT max(rowid) AS last, count(*) AS n FROM (SELECT rowid FROM bodies WHERE rowid > ? ORDER BY rowid LIMIT ?)',
   );
   const sweep = db.prepare('DELETE FROM bodies WHERE rowid > ? AND rowid <= ? AND last_ms < ?');
-  const bodies = createBodyKeeper(packReport);
+  // A cache hit's report is a variant of the one before it (report-variant.ts): packed from its template.
+  const bodies = createBodyKeeper(packReport, {
+    template: (base) => packTemplate(base, VARIANT_PATHS),
+    encode: packVariant,
+  });
+  const baseRows = new WeakMap<StoredReport, unknown[]>();
   const readCache = new LRUCache<string, Buffer>({ maxSize: READ_CACHE_BYTES, sizeCalculation: (b) => Math.max(1, b.length) });
 
   function row(p: PlannedReport): unknown[] {
-    const c = reportColumns(p.report);
+    if (p.base) {
+      // Only the variant fields differ from the base's row: its id and times (report-variant.ts).
+      let baseRow = baseRows.get(p.base);
+      if (!baseRow) baseRows.set(p.base, (baseRow = columnsOf(p.base, p)));
+      const r = baseRow.slice();
+      r[0] = p.report.id;
+      r[1] = requestTimeMs(p.report);
+      r[8] = finiteOrNull(p.report.durationMs);
+      r[14] = p.receivedMs;
+      r[18] = p.data;
+      return r;
+    }
+    return columnsOf(p.report, p);
+  }
+
+  function columnsOf(report: StoredReport, p: PlannedReport): unknown[] {
+    const c = reportColumns(report);
     return [
       c.id,
       c.requestMs,
@@ -256,7 +279,7 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
       p.receivedMs,
       p.request,
       p.response,
-      propertiesColumn(p.report.properties),
+      propertiesColumn(report.properties),
       p.data,
     ];
   }

@@ -4,6 +4,7 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { StoredReport } from '../../src/storage/report-store.js';
+import { variant } from '../../src/storage/report-variant.js';
 import { type StoreKind, dropSchemas, missingBlobs, openStore } from '../helpers/report-stores.js';
 import { makeReport } from './report-fixtures.js';
 
@@ -119,6 +120,40 @@ describe.each<StoreKind>(['sqlite', 'postgres'])('body store: %s', (kind) => {
         expect(text(got.response.body)).toBe(text(r.response.body));
       }
       expect(await missingBlobs(s)).toEqual([]);
+    } finally {
+      await s.store.close();
+    }
+  });
+
+  it("reads back a hit's variants (report-variant.ts) as the reports they are: their own ids, times and durations", async () => {
+    const s = await openStore(kind);
+    try {
+      const base = makeReport('hit-0', 30, { cacheHit: true, costUsd: 0, costSavedUsd: 0.00033, originReportId: 'origin' });
+      const variants = [1, 2, 3].map((n) => {
+        const at = Date.parse(base.request.timestamp) + n * 60_000;
+        return variant(base, {
+          id: `hit-${n}`,
+          receivedAt: new Date(at + 7 * n).toISOString(),
+          requestTimestamp: new Date(at).toISOString(),
+          responseTimestamp: new Date(at + 7 * n).toISOString(),
+          durationMs: 7 * n,
+        });
+      });
+      // the base and its variants in one batch, and a variant alone in a later one
+      await s.store.insertMany([base, variants[0]!, variants[1]!]);
+      await s.store.insertMany([variants[2]!]);
+      for (const r of [base, ...variants]) {
+        const got = (await s.store.get(r.id))!;
+        expect(got).toEqual(JSON.parse(text(r)));
+        // (PostgreSQL's jsonb orders a report's own keys its way; SQLite keeps them as they were)
+        if (kind === 'sqlite') expect(text(got)).toBe(text(r));
+      }
+      // the indexed columns are each variant's own: the list orders and bounds them by their request time
+      const from = variants[1]!.request.timestamp;
+      const page = await s.store.list({ limit: 10, from, cacheHit: true });
+      expect(page.items.map((r) => [r.id, r.durationMs])).toEqual([['hit-3', 21], ['hit-2', 14]]);
+      const all = await s.store.list({ limit: 10 });
+      expect(all.items.map((r) => r.id)).toEqual(['hit-3', 'hit-2', 'hit-1', 'hit-0']);
     } finally {
       await s.store.close();
     }

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { ProxyFacts, ProxyRecord } from '../../../src/core/exchange-record.js';
 import { createPriceTable } from '../../../src/core/pricing.js';
 import { createReportPipeline } from '../../../src/core/report-pipeline.js';
+import { baseOf } from '../../../src/storage/report-variant.js';
 import { missFacts } from '../../helpers/proxy-facts.js';
 
 const prices = createPriceTable({ 'gpt-4o-mini': { input: 0.15, output: 0.6 } });
@@ -70,6 +71,36 @@ describe('report pipeline', () => {
     expect(hit.response.body).toBe(miss.response.body);
     expect(hit.request.body).toBe(miss.request.body);
     expect(hit).toMatchObject({ cacheHit: true, costUsd: 0, costSavedUsd: miss.costUsd, originReportId: 'r-1', responseSha256: miss.responseSha256 });
+  });
+
+  it("makes a hit's report after the first of its kind as a variant of it, exactly the report derived in full", () => {
+    const p = pipeline();
+    p.proxy(record({}, REQUEST, ANSWER));
+    const hit = (n: number, over: Partial<ProxyFacts> = {}) =>
+      record(
+        { id: `r-h${n}`, cacheStatus: 'HIT', originReportId: 'r-1', requestSha256: sha(REQUEST), startedAt: 1_800_000_000_000 + n * 1000, endedAt: 1_800_000_000_000 + n * 1000 + n, ...over },
+        REQUEST,
+        ANSWER,
+      );
+    const first = p.proxy(hit(1));
+    expect(baseOf(first)).toBeUndefined();
+    for (const n of [2, 3, 250]) {
+      const made = p.proxy(hit(n));
+      expect(baseOf(made)).toBe(first);
+      // a pipeline that never saw a hit of this kind derives it in full: the same report, key order included
+      const full = pipeline().proxy(hit(n));
+      expect(baseOf(full)).toBeUndefined();
+      expect(JSON.stringify(made)).toBe(JSON.stringify(full));
+      expect(made).toMatchObject({ id: `r-h${n}`, durationMs: n, receivedAt: new Date(1_800_000_000_000 + n * 1001).toISOString() });
+    }
+    // another fact (a header, the status, the outcome) is another kind of hit: derived in full again
+    for (const over of [{ relayHeaders: [['x-relay-environment', 'prod']] }, { status: 203 }, { cacheStatus: 'COALESCED' as const }]) {
+      const other = p.proxy(hit(9, over));
+      expect(baseOf(other)).toBeUndefined();
+      expect(JSON.stringify(other)).toBe(JSON.stringify(pipeline().proxy(hit(9, over))));
+    }
+    // a hit whose request the event loop did not hash is never a variant
+    expect(baseOf(p.proxy(hit(10, { requestSha256: undefined, requestJson: 'unchecked' })))).toBeUndefined();
   });
 
   it('assembles a stream, and a stream that carries an error event did not complete', () => {

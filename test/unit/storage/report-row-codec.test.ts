@@ -2,7 +2,8 @@
 // odd values included), with its request and response bodies written as 0; and it is small.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { packReport, unpackReport } from '../../../src/storage/report-row-codec.js';
+import { packReport, packTemplate, packVariant, unpackReport } from '../../../src/storage/report-row-codec.js';
+import { VARIANT_PATHS } from '../../../src/storage/report-variant.js';
 
 const key = fc.oneof(
   fc.string(),
@@ -145,5 +146,35 @@ describe('report row codec', () => {
     const packed = packReport(r);
     expect(JSON.stringify(unpackReport(packed))).toBe(expected(r));
     expect(packed.length).toBeLessThan(Buffer.byteLength(expected(r)) / 3.5);
+  });
+
+  it("packs a variant from its base's template byte for byte as packReport would (property)", () => {
+    const scalar = fc.oneof(special, fc.string(), fc.integer(), fc.double(), fc.constantFrom(null, true, false, -0, 2 ** 60));
+    fc.assert(
+      fc.property(report, scalar, scalar, scalar, scalar, scalar, fc.array(scalar, { minLength: 5, maxLength: 5 }), (r, id, received, reqTs, resTs, duration, next) => {
+        const base = { ...r, id, receivedAt: received, durationMs: duration } as Record<string, unknown>;
+        base['request'] = { ...(r['request'] as object), timestamp: reqTs };
+        base['response'] = { timestamp: resTs, ...(r['response'] as object) };
+        const template = packTemplate(base, VARIANT_PATHS);
+        expect(template).toBeDefined();
+        const [vId, vReceived, vReq, vRes, vDuration] = next;
+        const v = { ...base, id: vId, receivedAt: vReceived, durationMs: vDuration } as Record<string, unknown>;
+        v['request'] = { ...(base['request'] as object), timestamp: vReq };
+        v['response'] = { ...(base['response'] as object), timestamp: vRes };
+        expect(packVariant(template!, v).equals(packReport(v))).toBe(true);
+        expect(packVariant(template!, base).equals(packReport(base))).toBe(true);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('makes no template of a report whose variant fields are missing or not scalars, and packs a variant whose are not in full', () => {
+    const base = { request: { timestamp: 't' }, response: { timestamp: 't' }, id: 'a', receivedAt: 'r', durationMs: 1 };
+    expect(packTemplate({ ...base, durationMs: undefined }, VARIANT_PATHS)).toBeUndefined();
+    expect(packTemplate({ ...base, id: { x: 1 } }, VARIANT_PATHS)).toBeUndefined();
+    expect(packTemplate({ ...base, request: 'x' }, VARIANT_PATHS)).toBeUndefined();
+    const template = packTemplate(base, VARIANT_PATHS)!;
+    const odd = { ...base, durationMs: undefined };
+    expect(packVariant(template, odd).equals(packReport(odd))).toBe(true);
   });
 });
