@@ -84,7 +84,7 @@ export function jsonWithoutBodies(report: StoredReport): string {
 export function createBodyKeeper<T>(encode: RowEncoder = jsonWithoutBodies, variants?: VariantEncoder<T>): BodyKeeper {
   const known = new LRUCache<string, number>({ max: KNOWN_HASHES });
   const basePlans = new WeakMap<StoredReport, BasePlan | null>();
-  // A hit's report carries its origin's answer as the same object (report-pipeline.ts): split once.
+  // The variants of a hit's report (report-variant.ts) carry their base's bodies, the same objects: split once.
   const splits = new WeakMap<object, SplitBody>();
 
   function split(body: unknown): SplitBody | null {

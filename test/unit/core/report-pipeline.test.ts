@@ -64,13 +64,16 @@ describe('report pipeline', () => {
     });
   });
 
-  it("reuses a hit's answer and request: the very objects of its origin's report", () => {
+  it("derives a hit from the bytes it carries, and the next hit like it from the very objects of the first", () => {
     const p = pipeline();
     const miss = p.proxy(record({}, REQUEST, ANSWER));
     const hit = p.proxy(record({ id: 'r-2', cacheStatus: 'HIT', originReportId: 'r-1', requestSha256: sha(REQUEST) }, REQUEST, ANSWER));
-    expect(hit.response.body).toBe(miss.response.body);
-    expect(hit.request.body).toBe(miss.request.body);
+    expect(hit.response.body).toEqual(miss.response.body);
+    expect(hit.request.body).toEqual(miss.request.body);
     expect(hit).toMatchObject({ cacheHit: true, costUsd: 0, costSavedUsd: miss.costUsd, originReportId: 'r-1', responseSha256: miss.responseSha256 });
+    const next = p.proxy(record({ id: 'r-3', cacheStatus: 'HIT', originReportId: 'r-1', requestSha256: sha(REQUEST) }, REQUEST, ANSWER));
+    expect(next.response.body).toBe(hit.response.body);
+    expect(next.request.body).toBe(hit.request.body);
   });
 
   it("makes a hit's report after the first of its kind as a variant of it, exactly the report derived in full", () => {
