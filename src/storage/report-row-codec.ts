@@ -299,7 +299,7 @@ export function packReport(report: object): Buffer {
   return Buffer.from(buf.subarray(0, at));
 }
 
-// ---- templates: a report packed once with holes where its variants differ (src/core/report-variant.ts)
+// ---- templates: a report packed once with holes where its variants differ (report-variant.ts)
 
 /** A place left open in a template; packTemplate writes nothing for it and notes where it was. */
 class Hole {}

@@ -30,6 +30,9 @@ export interface SqliteReportStoreOptions {
   sweepOnOpen?: boolean;
 }
 
+/** Where a variant's own values go among insertReport's placeholders (columnsOf). */
+const AT = { id: 0, requestMs: 1, durationMs: 8, receivedMs: 14, data: 18 } as const;
+
 /** How long a write waits for another connection's lock (another relay process on the same file). */
 const BUSY_TIMEOUT_MS = 5000;
 
@@ -249,16 +252,17 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
       let baseRow = baseRows.get(p.base);
       if (!baseRow) baseRows.set(p.base, (baseRow = columnsOf(p.base, p)));
       const r = baseRow.slice();
-      r[0] = p.report.id;
-      r[1] = requestTimeMs(p.report);
-      r[8] = finiteOrNull(p.report.durationMs);
-      r[14] = p.receivedMs;
-      r[18] = p.data;
+      r[AT.id] = p.report.id;
+      r[AT.requestMs] = requestTimeMs(p.report);
+      r[AT.durationMs] = finiteOrNull(p.report.durationMs);
+      r[AT.receivedMs] = p.receivedMs;
+      r[AT.data] = p.data;
       return r;
     }
     return columnsOf(p.report, p);
   }
 
+  /** The values of insertReport's placeholders, in its order (AT names the ones a variant sets). */
   function columnsOf(report: StoredReport, p: PlannedReport): unknown[] {
     const c = reportColumns(report);
     return [

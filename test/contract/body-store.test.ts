@@ -154,6 +154,9 @@ describe.each<StoreKind>(['sqlite', 'postgres'])('body store: %s', (kind) => {
       expect(page.items.map((r) => [r.id, r.durationMs])).toEqual([['hit-3', 21], ['hit-2', 14]]);
       const all = await s.store.list({ limit: 10 });
       expect(all.items.map((r) => r.id)).toEqual(['hit-3', 'hit-2', 'hit-1', 'hit-0']);
+      // and retention's clock (received_ms) is each one's own
+      const received = await s.rows("SELECT id, received_ms AS ms FROM reports WHERE id LIKE 'hit-%' ORDER BY id");
+      expect(received.map((r) => [r.id, Number(r.ms)])).toEqual([base, ...variants].map((r) => [r.id, Date.parse(r.receivedAt)]));
     } finally {
       await s.store.close();
     }
