@@ -64,12 +64,10 @@ export interface VariantEncoder<T> {
   encode(template: T, report: StoredReport): string | Buffer;
 }
 
-/** What a variant's row takes from its base's, unchanged. */
+/** A base's template, and its plan: a variant's row takes the bodies' roots and blobs from it, unchanged. */
 interface BasePlan {
   template: unknown;
-  request: Hash | null;
-  response: Hash | null;
-  blobs: Blob[];
+  plan: PlannedReport;
 }
 
 /** The report as JSON text with each body replaced by 0 (the key stays, so it keeps its place). */
@@ -98,28 +96,27 @@ export function createBodyKeeper<T>(encode: RowEncoder = jsonWithoutBodies, vari
     return s;
   }
 
+  function planOf(report: StoredReport): PlannedReport {
+    const req = split(report.request?.body);
+    const res = split(report.response?.body);
+    const data = encode(report);
+    const blobs = [...(req?.blobs ?? []), ...(res?.blobs ?? [])];
+    return { report, data, request: req?.root ?? null, response: res?.root ?? null, receivedMs: receivedMs(report), blobs };
+  }
+
   return {
     plan(report) {
       const base = variants ? baseOf(report) : undefined;
-      if (base) {
-        let b = basePlans.get(base);
-        if (b === undefined) {
-          const template = variants!.template(base);
-          const req = split(base.request?.body);
-          const res = split(base.response?.body);
-          b = template === undefined ? null : { template, request: req?.root ?? null, response: res?.root ?? null, blobs: [...(req?.blobs ?? []), ...(res?.blobs ?? [])] };
-          basePlans.set(base, b);
-        }
-        if (b) {
-          const data = variants!.encode(b.template as T, report);
-          return { report, base, data, request: b.request, response: b.response, receivedMs: receivedMs(report), blobs: b.blobs };
-        }
+      if (!base) return planOf(report);
+      let b = basePlans.get(base);
+      if (b === undefined) {
+        const template = variants!.template(base);
+        b = template === undefined ? null : { template, plan: planOf(base) };
+        basePlans.set(base, b);
       }
-      const req = split(report.request?.body);
-      const res = split(report.response?.body);
-      const data = encode(report);
-      const blobs = [...(req?.blobs ?? []), ...(res?.blobs ?? [])];
-      return { report, data, request: req?.root ?? null, response: res?.root ?? null, receivedMs: receivedMs(report), blobs };
+      if (!b) return planOf(report);
+      // The base's bodies and blobs, the variant's own row data and time.
+      return { ...b.plan, report, base, data: variants!.encode(b.template as T, report), receivedMs: receivedMs(report) };
     },
 
     writes(inserted, now) {

@@ -371,14 +371,15 @@ export function packTemplate(report: object, paths: readonly (readonly string[])
 /** A variant of the template's report packed: exactly packReport(report), when only the template's paths differ. */
 export function packVariant(template: PackedTemplate, report: object): Buffer {
   const { parts, paths } = template;
-  for (const path of paths) if (!scalar(valueAt(report, path))) return packReport(report);
+  const values = paths.map((path) => valueAt(report, path));
+  if (!values.every(scalar)) return packReport(report);
   at = 0;
-  for (let i = 0; i <= paths.length; i++) {
+  for (let i = 0; i <= values.length; i++) {
     const part = parts[i]!;
     room(part.length);
     part.copy(buf, at);
     at += part.length;
-    if (i < paths.length) value(valueAt(report, paths[i]!));
+    if (i < values.length) value(values[i]);
   }
   return Buffer.from(buf.subarray(0, at));
 }
