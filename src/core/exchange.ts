@@ -64,6 +64,7 @@ function one(v: string | string[] | undefined): string | undefined {
 }
 
 function isJson(contentType: string | undefined): boolean {
+  if (contentType === 'application/json') return true; // what SDKs send: no split, no copies
   if (!contentType) return false;
   const mime = contentType.split(';')[0]!.trim().toLowerCase();
   return mime === 'application/json' || mime.endsWith('+json');

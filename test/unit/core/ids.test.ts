@@ -8,5 +8,8 @@ describe('uuidv7', () => {
     const ids = [uuidv7(1000), uuidv7(2000), uuidv7(3000)];
     expect([...ids].sort()).toEqual(ids);
     expect(new Set(Array.from({ length: 1000 }, () => uuidv7(5))).size).toBe(1000);
+    // each id carries its own time, whichever id came just before it
+    for (const [ms, hex] of [[2000, '00000000-07d0'], [1000, '00000000-03e8'], [1000, '00000000-03e8'], [2 ** 48 + 1, '00000000-0001']] as const)
+      expect(uuidv7(ms).slice(0, 15)).toBe(`${hex}-7`);
   });
 });
