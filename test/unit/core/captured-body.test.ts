@@ -3,6 +3,18 @@ import { describe, expect, it } from 'vitest';
 import { captureBody } from '../../../src/core/captured-body.js';
 
 describe('captured body', () => {
+  it('has no getter of its own (size is a field), and copies what passes up to the limit', () => {
+    const c = captureBody(10);
+    expect(Object.getOwnPropertyDescriptor(c, 'size')?.get).toBeUndefined();
+    c.add(Buffer.from('hello '));
+    c.add(Buffer.from('you'));
+    expect(c.size).toBe(9);
+    expect(c.bytes()!.toString()).toBe('hello you');
+    c.add(Buffer.from('!!'));
+    expect(c.size).toBe(11);
+    expect(c.bytes()).toBeUndefined();
+  });
+
   it('is every chunk, in order, whatever their sizes and however often it is read meanwhile', () => {
     fc.assert(
       fc.property(

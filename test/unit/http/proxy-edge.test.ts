@@ -6,7 +6,6 @@ import { type Server, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { captureBody } from '../../../src/core/captured-body.js';
 import type { Exchange, ProxyRequest, ProxyResponse } from '../../../src/core/proxy-types.js';
 import { createProxyEdge } from '../../../src/http/proxy-edge.js';
 
@@ -76,19 +75,5 @@ describe('proxy edge: the request core sees', () => {
     await expect.poll(() => aborted !== undefined).toBe(true);
     req.destroy();
     await aborted;
-  });
-});
-
-describe('captured body', () => {
-  it('has no getter of its own (size is a field), and copies what passes up to the limit', () => {
-    const c = captureBody(10);
-    expect(Object.getOwnPropertyDescriptor(c, 'size')?.get).toBeUndefined();
-    c.add(Buffer.from('hello '));
-    c.add(Buffer.from('you'));
-    expect(c.size).toBe(9);
-    expect(c.bytes()!.toString()).toBe('hello you');
-    c.add(Buffer.from('!!'));
-    expect(c.size).toBe(11);
-    expect(c.bytes()).toBeUndefined();
   });
 });
