@@ -4,7 +4,7 @@
 //
 //   CPU time per exchange    cpu.sh: user + system µs per answer, all threads (relay hit, miss, streamed miss,
 //                            direct-API report) against the mock upstream answering directly and a bare
-//                            @fastify/http-proxy; and the floor of a durable report (report-floor.mjs --durable)
+//                            @fastify/http-proxy; and each row's floor (reference-proxy.mjs, report-floor.mjs)
 //   instructions             cost.sh (valgrind callgrind; ~20 min, only with --instructions)
 //   memory                   streams.mjs: RSS idle, with 1,000 streams open, after two rounds; the same rounds
 //                            through the floor (bench/reference-proxy.mjs --kind http: node:http + undici)
@@ -17,11 +17,12 @@
 import autocannon from 'autocannon';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeSection } from './lib/results-file.mjs';
-import { BENCH_DIR, ROOT, cpuTimeMs, freePort, sleep, startHelper, startRelay, stopChild } from './lib/processes.mjs';
+import { BENCH_DIR, ROOT, cpuTimeMs, freePort, sleep, spawnNode, startHelper, startRelay, stopChild } from './lib/processes.mjs';
 
 const HELP = `Usage: node bench/cost.mjs [options]      (npm run bench:cost builds first)
 
@@ -119,35 +120,73 @@ function clientCpu(url, mode, pid) {
 }
 
 /**
- * The floor of the durable report's row, in the same minutes: bench/report-floor.mjs --durable (node:http,
- * JSON.parse, the turn's bodies appended to a file and fdatasync'd together, a 201) under client.mjs's
- * report load, against the mock answering directly again.
+ * The floor of each CPU row, in the same minutes, under the same client.mjs loads: what the least server in
+ * Node doing that row's job costs, against the row's own reference measured again beside it.
+ *   hit           bench/reference-proxy.mjs --kind replay (node:http, a Map from request body to the first
+ *                 answer's bytes: no key, no store, no report) against the mock answering directly
+ *   miss, stream  bench/reference-proxy.mjs --kind http (node:http + undici, the body piped, nothing kept)
+ *                 against the bare @fastify/http-proxy
+ *   report        bench/report-floor.mjs --durable (node:http, JSON.parse, the turn's bodies appended to a
+ *                 file and fdatasync'd together, a 201) against the mock answering directly
  */
-async function durableFloor() {
+async function floors() {
   const port = await freePort();
+  const upstreamUrl = `http://127.0.0.1:${port}`;
   const mock = spawn(process.execPath, [path.join(shared, 'upstream.mjs')], { cwd: shared, env: { ...process.env, UPSTREAM_PORT: String(port) }, stdio: 'ignore' });
   const dir = mkdtempSync(path.join(os.tmpdir(), 'relay-cost-floor-'));
+  /** CPU of a helper started for `loads` ([mode, ...]), then stopped */
+  const measured = async (start, modes) => {
+    const proc = await start();
+    try {
+      return Object.fromEntries(modes.map((mode) => [mode, clientCpu(proc.url, mode, proc.child.pid)]));
+    } finally {
+      await stopChild(proc, 5000);
+    }
+  };
   try {
     await sleep(500);
-    const direct = clientCpu(`http://127.0.0.1:${port}`, 'miss', mock.pid);
-    const floor = await startHelper('durable floor', 'report-floor.mjs', ['--durable', path.join(dir, 'journal')]);
-    try {
-      return { direct, floor: clientCpu(floor.url, 'report', floor.child.pid) };
-    } finally {
-      await stopChild(floor, 5000);
-    }
+    const direct = clientCpu(upstreamUrl, 'miss', mock.pid);
+    const replay = await measured(() => startHelper('replay floor', 'reference-proxy.mjs', ['--kind', 'replay', '--upstream', upstreamUrl]), ['hit']);
+    const http = await measured(() => startHelper('node:http proxy', 'reference-proxy.mjs', ['--kind', 'http', '--upstream', upstreamUrl]), ['miss', 'stream-miss']);
+    const bare = await measured(() => startBare(upstreamUrl), ['miss', 'stream-miss']);
+    const durable = await measured(() => startHelper('durable floor', 'report-floor.mjs', ['--durable', path.join(dir, 'journal')]), ['report']);
+    return [
+      ['hit', 'node:http answering from a Map (reference-proxy.mjs --kind replay)', replay.hit, 'the mock answering directly', direct, 1.5],
+      ['miss', 'node:http + undici (reference-proxy.mjs --kind http)', http.miss, 'bare proxy', bare.miss, 1.2],
+      ['streamed miss', 'the same, streaming', http['stream-miss'], 'bare proxy streaming', bare['stream-miss'], 1.5],
+      ['direct-API report (durable)', 'node:http + JSON.parse + fdatasync per turn (report-floor.mjs --durable)', durable.report, 'the mock answering directly', direct, 2],
+    ];
   } finally {
     mock.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
+/** The bare @fastify/http-proxy of the shared tools (its anchors/node_modules is installed by cpu.sh). */
+async function startBare(upstreamUrl) {
+  const port = await freePort();
+  const proc = spawnNode('bare proxy', [path.join(shared, 'anchors', 'fastify-proxy.mjs')], { env: { ...process.env, PORT: String(port), UPSTREAM_URL: upstreamUrl } });
+  proc.url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100 && !proc.exit; i++) {
+    const open = await new Promise((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () => {
+        socket.end();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return proc;
+    await sleep(100);
+  }
+  await stopChild(proc, 1000);
+  throw new Error(`the bare proxy did not listen within 10 s:\n${proc.output}`);
+}
+
 if (!skip.has('cpu')) {
   log('cpu.sh: CPU time per exchange (about 2 minutes)');
   const rows = runTool('cpu.sh');
-  log('the floor of a durable report: bench/report-floor.mjs --durable under the same report load');
-  const f = await durableFloor();
-  const floorRatio = ratio(f.floor.us, f.direct.us);
+  log('the floor of each row under the same loads (about a minute)');
+  const f = await floors();
   sections.push(
     '### CPU time per exchange (`cpu.sh`: user + system µs, all threads, 20,000 answers after 3,000 warm-up, 8 in flight)',
     '',
@@ -156,12 +195,20 @@ if (!skip.has('cpu')) {
     `Direct streamed: ${rows.get('direct stream-miss')?.cpu_us_per_req ?? '—'} µs. Requests/s of the relay's rows: ` +
       ['hit', 'miss', 'stream-miss', 'report'].map((m) => `${m} ${rows.get(`relay ${m}`)?.rps ?? '—'}`).join(', ') + '.',
     '',
-    `The durable report's floor, measured right after (\`bench/report-floor.mjs --durable\`: node:http, \`JSON.parse\`, ` +
-      `each turn's reports appended to a file and fdatasync'd together, a 201; client.mjs's report load): ${f.floor.us} µs ` +
-      `against the mock answering directly ${f.direct.us} µs, ${fmt(floorRatio)}× (errors: ${f.floor.errors + f.direct.errors}).`,
+    "Each row's floor, measured right after under the same client.mjs load (the least a server in Node doing that row's " +
+      'job costs), against its reference measured again beside it:',
+    '',
+    '| exchange | floor | floor µs | reference | reference µs | floor ratio | target | room the target leaves |',
+    '|---|---|--:|---|--:|--:|--:|--:|',
+    ...f.map(([name, floorName, floor, refName, ref, limit]) => {
+      const r = ratio(floor.us, ref.us);
+      const errors = floor.errors + ref.errors;
+      return `| ${name} | ${floorName} | ${floor.us}${errors ? ` (${errors} errors)` : ''} | ${refName} | ${ref.us} | ${fmt(r)}× | ≤ ${limit}× | ${fmt(limit - r)}× of the reference |`;
+    }),
     '',
   );
-  targets.push({ what: 'a durable report at the floor (report-floor.mjs --durable) against direct', value: `${fmt(floorRatio)}×`, limit: '(the least a durable report could cost)', verdict: '—' });
+  for (const [name, , floor, , ref] of f)
+    targets.push({ what: `a ${name} at its floor against the same reference`, value: `${fmt(ratio(floor.us, ref.us))}×`, limit: '(the least any Node server could)', verdict: '—' });
 }
 if (values.instructions) {
   log('cost.sh: instructions per exchange under callgrind (about 20 minutes)');
