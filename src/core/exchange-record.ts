@@ -12,6 +12,24 @@ export interface ProxyRecord {
   response?: Uint8Array;
 }
 
+/**
+ * A body on the event loop: one buffer, or the blocks a streamed answer was copied into (captured-body.ts),
+ * in order. Blocks are joined only by the batch they are copied into, never into a copy of their own.
+ */
+export type WireBytes = Uint8Array | readonly Uint8Array[];
+
+/** A proxied exchange as the event loop hands it over: its answer may still be in blocks. */
+export type OutgoingProxyRecord = Omit<ProxyRecord, 'response'> & { response?: WireBytes };
+
+/** How many bytes a body holds, whole or in blocks. */
+export function wireLength(bytes: WireBytes | undefined): number {
+  if (bytes === undefined) return 0;
+  if (bytes instanceof Uint8Array) return bytes.length;
+  let n = 0;
+  for (const b of bytes) n += b.length;
+  return n;
+}
+
 export interface ProxyFacts {
   id: string;
   /** epoch ms: the request arrived / the exchange ended */
@@ -61,20 +79,27 @@ export type RecordBatch = { meta: string; bytes: ArrayBuffer };
 type Span = [offset: number, length: number] | 0;
 
 /** Packs records into one JSON text and one transferable buffer holding every body. */
-export function encodeBatch(proxy: readonly ProxyRecord[], api: readonly ApiRecord[]): RecordBatch {
+export function encodeBatch(proxy: readonly OutgoingProxyRecord[], api: readonly ApiRecord[]): RecordBatch {
   let size = 0;
-  for (const r of proxy) size += (r.request?.length ?? 0) + (r.response?.length ?? 0);
+  for (const r of proxy) size += (r.request?.length ?? 0) + wireLength(r.response);
   for (const r of api) size += r.body.length;
   // A buffer of its own (never a slice of Node's shared pool), so that it can be transferred.
   const bytes = new ArrayBuffer(size);
   const view = new Uint8Array(bytes);
   let at = 0;
-  const put = (b: Uint8Array | undefined): Span => {
+  const put = (b: WireBytes | undefined): Span => {
     if (b === undefined) return 0;
-    view.set(b, at);
-    const span: Span = [at, b.length];
-    at += b.length;
-    return span;
+    const from = at;
+    if (b instanceof Uint8Array) {
+      view.set(b, at);
+      at += b.length;
+    } else {
+      for (const block of b) {
+        view.set(block, at);
+        at += block.length;
+      }
+    }
+    return [from, at - from];
   };
   const p = proxy.map((r) => [r.facts, put(r.request), put(r.response)] as const);
   const a = api.map((r) => [r.id, r.receivedAt, put(r.body)] as const);

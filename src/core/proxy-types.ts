@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import type { StoredAnswer } from './cached-response.js';
 import type { RelayErrorFacts } from './error-answer.js';
 import type { LiveAnswer } from './live-answer.js';
-import type { ProxyFacts } from './exchange-record.js';
+import type { ProxyFacts, WireBytes } from './exchange-record.js';
 import type { CacheStatus } from './proxy-report.js';
 import type { SingleFlight } from './single-flight.js';
 import type { TraceFacts } from './trace-facts.js';
@@ -53,7 +53,7 @@ export interface Base {
   /** with tracing on, and the exchange sampled */
   trace?: TraceFacts;
   /** hands the exchange's one record to the report service (its report is built on the report worker) */
-  record(own: OwnFacts, response?: Uint8Array): void;
+  record(own: OwnFacts, response?: WireBytes): void;
 }
 
 /** The facts of one outcome; the rest of a record's facts are the exchange's own. */

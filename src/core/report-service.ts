@@ -7,7 +7,7 @@
 import { RELAY_ERR_REPORTS_UNAVAILABLE, StoreUnavailableError } from '../errors.js';
 import { createQuietTimer } from '../quiet-timer.js';
 import type { ReportFilter, ReportPage, ReportQuery, ReportStore, StatsGroupBy, StatsResult, StoredReport } from '../storage/report-store.js';
-import { type ApiRecord, type ProxyRecord, type RecordBatch, encodeBatch } from './exchange-record.js';
+import { type ApiRecord, type OutgoingProxyRecord, type RecordBatch, encodeBatch, wireLength } from './exchange-record.js';
 import type { ApiOutcome } from './report-sink.js';
 
 /** What the writer side says about itself, for /metrics and /readyz. */
@@ -56,7 +56,7 @@ const IN_FLIGHT_BYTES = 2 * 1024 * 1024;
 
 export interface ReportService {
   /** Hands a proxied exchange's record over; its report is written a moment later. */
-  recordProxy(record: ProxyRecord): void;
+  recordProxy(record: OutgoingProxyRecord): void;
   /** A direct-API report (its validated JSON text): resolves with the stored report's JSON once durable. */
   recordApi(record: ApiRecord): Promise<string>;
   get(id: string): Promise<StoredReport | undefined>;
@@ -77,7 +77,7 @@ interface WaitingApi {
 
 export function createReportService(opts: ReportServiceOptions): ReportService {
   const { port } = opts;
-  let proxy: ProxyRecord[] = [];
+  let proxy: OutgoingProxyRecord[] = [];
   let proxyBytes = 0;
   let api: WaitingApi[] = [];
   let immediate: NodeJS.Immediate | undefined;
@@ -130,7 +130,7 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
     }
   }
 
-  function hand(records: ProxyRecord[], waiting: WaitingApi[]): void {
+  function hand(records: OutgoingProxyRecord[], waiting: WaitingApi[]): void {
     const batch = encodeBatch(records, waiting.map((w) => w.record));
     const bytes = batch.bytes.byteLength;
     inFlight += records.length + waiting.length;
@@ -200,8 +200,8 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
   };
 }
 
-function bodyBytes(record: ProxyRecord): number {
-  return (record.request?.length ?? 0) + (record.response?.length ?? 0);
+function bodyBytes(record: OutgoingProxyRecord): number {
+  return (record.request?.length ?? 0) + wireLength(record.response);
 }
 
 async function unavailableAs503<T>(op: Promise<T>): Promise<T> {

@@ -110,6 +110,22 @@ describe('report service: proxied calls', () => {
   });
 });
 
+describe('report service: a streamed answer in blocks', () => {
+  it('crosses as one body, its blocks copied into the batch in order', async () => {
+    const { p, reports } = service();
+    const blocks = [Buffer.alloc(4096, 'a'), Buffer.alloc(4096, 'b'), Buffer.from('data: [DONE]\n\n')];
+    const streamed = { ...proxyRecord(1), response: blocks };
+    reports.recordProxy(streamed);
+    reports.recordProxy(proxyRecord(2));
+    await reports.flush();
+    const [first, second] = p.batches.flatMap((b) => b.proxy);
+    expect(Buffer.from(first!.response!).equals(Buffer.concat(blocks))).toBe(true);
+    expect(Buffer.from(first!.request!).toString()).toBe('{"i":1}');
+    expect(Buffer.from(second!.response!).toString()).toBe('{"ok":2}');
+    expect(Buffer.from(second!.request!).toString()).toBe('{"i":2}');
+  });
+});
+
 describe('report service: a burst bounded in flight', () => {
   /** A port that answers only when told: what it holds is what is in flight. */
   function heldPort() {
