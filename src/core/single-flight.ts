@@ -23,27 +23,56 @@ export interface SingleFlight<T, L = never> {
   readonly size: number;
 }
 
+/**
+ * One flight. Its result is kept only when someone joined it: a flight lives as long as its upstream call
+ * (a stream: seconds), long enough for V8 to move it out of its young generation, and an old object that
+ * points to a young one keeps it alive through every young collection. A result set on every flight would
+ * keep each stored answer's text (15 KB for a streamed one) until a full collection, though nobody reads it.
+ */
+class RunningFlight<T, L> implements Flight<T, L> {
+  readonly started: Promise<L | undefined>;
+  start!: (live: L | undefined) => void;
+  joined = false;
+  private settled: { value: T | undefined } | undefined;
+  private resolve: ((result: T | undefined) => void) | undefined;
+  private promise: Promise<T | undefined> | undefined;
+
+  constructor() {
+    this.started = new Promise<L | undefined>((r) => (this.start = r));
+  }
+
+  get result(): Promise<T | undefined> {
+    this.promise ??= this.settled ? Promise.resolve(this.settled.value) : new Promise<T | undefined>((r) => (this.resolve = r));
+    return this.promise;
+  }
+
+  settle(result: T | undefined): void {
+    this.start(undefined); // no effect after publish: a promise settles once
+    if (!this.joined) return;
+    this.settled = { value: result };
+    this.resolve?.(result);
+  }
+}
+
 export function createSingleFlight<T, L = never>(): SingleFlight<T, L> {
-  const flights = new Map<string, Flight<T, L>>();
+  const flights = new Map<string, RunningFlight<T, L>>();
   return {
-    join: (key) => flights.get(key),
+    join(key) {
+      const flight = flights.get(key);
+      if (flight) flight.joined = true;
+      return flight;
+    },
     lead(key) {
-      let start!: (live: L | undefined) => void;
-      let resolve!: (result: T | undefined) => void;
-      const flight: Flight<T, L> = {
-        started: new Promise<L | undefined>((r) => (start = r)),
-        result: new Promise<T | undefined>((r) => (resolve = r)),
-      };
+      const flight = new RunningFlight<T, L>();
       flights.set(key, flight);
       let settled = false;
       return {
-        publish: (live) => start(live),
+        publish: (live) => flight.start(live),
         settle(result) {
           if (settled) return;
           settled = true;
           if (flights.get(key) === flight) flights.delete(key);
-          start(undefined); // no effect after publish: a promise settles once
-          resolve(result);
+          flight.settle(result);
         },
       };
     },
