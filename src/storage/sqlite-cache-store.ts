@@ -33,6 +33,11 @@ const EVICTION_BATCH = 32;
 const HOT_BYTES = 32 * 1024 * 1024;
 /** A window with this many sets commits at once. */
 const SET_BATCH_MAX = 256;
+/**
+ * …or with this many characters of values: what waits for the quiet moment is bounded in bytes, not only
+ * in entries (256 long streams' answers ending together would otherwise wait there, up to 50 ms, all at once).
+ */
+const SET_BATCH_CHARS = 256 * 1024;
 
 interface Row {
   id: number;
@@ -238,6 +243,8 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   };
 
   const pendingSets = new Map<string, CacheRecord>();
+  /** characters of the pending sets' values */
+  let pendingChars = 0;
   let setWaiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
   // Sets are committed together, in a quiet moment (see quiet-timer.ts); reads see them at once meanwhile.
   const quiet = createQuietTimer(commitSets);
@@ -259,6 +266,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     const records = [...pendingSets.values()];
     const waiters = setWaiters;
     pendingSets.clear();
+    pendingChars = 0;
     setWaiters = [];
     const before = totalBytes;
     try {
@@ -325,15 +333,17 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
       // Writes are grouped: the sets of a burst commit in one transaction (a commit is what a set costs:
       // its WAL frames and locks; the rows are small). Reads see the pending ones meanwhile.
       return new Promise<void>((resolve, reject) => {
+        pendingChars += record.value.length - (pendingSets.get(record.key)?.value.length ?? 0);
         pendingSets.set(record.key, record);
         setWaiters.push({ resolve, reject });
-        if (pendingSets.size >= SET_BATCH_MAX) commitSets();
+        if (pendingSets.size >= SET_BATCH_MAX || pendingChars >= SET_BATCH_CHARS) commitSets();
         else quiet.poke();
       });
     },
 
     delete: (key) =>
       run(() => {
+        pendingChars -= pendingSets.get(key)?.value.length ?? 0;
         const queued = pendingSets.delete(key);
         hot.delete(key);
         const size = deleteOne.get(key);

@@ -139,6 +139,43 @@ describe('sqlite cache store', () => {
     }
   });
 
+  it('commits a burst of long answers once 256 K characters of them wait, not only in a quiet moment', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    const file = join(tempDir, `burst-${++files}.db`);
+    const store = createSqliteCacheStore({ file, maxBytes: 10_000_000 });
+    const rows = (): number => {
+      const db = new Database(file, { readonly: true });
+      try {
+        return (db.prepare('SELECT COUNT(*) AS n FROM cache_entries').get() as { n: number }).n;
+      } finally {
+        db.close();
+      }
+    };
+    try {
+      const at = Date.now();
+      const done: string[] = [];
+      const set = (key: string) => void store.set(sized(key, 100_000, at)).then(() => done.push(key));
+      set('k:1');
+      set('k:2');
+      await Promise.resolve();
+      expect(done).toEqual([]); // 200 K characters wait for the quiet moment
+      expect(rows()).toBe(0);
+      set('k:3'); // 300 K: committed now, the three together
+      await vi.advanceTimersByTimeAsync(0);
+      expect(done).toEqual(['k:1', 'k:2', 'k:3']);
+      expect(rows()).toBe(3);
+      set('k:4');
+      await vi.advanceTimersByTimeAsync(0);
+      expect(done).toHaveLength(3);
+      await vi.advanceTimersByTimeAsync(60); // the quiet moment
+      expect(done).toEqual(['k:1', 'k:2', 'k:3', 'k:4']);
+      expect(rows()).toBe(4);
+    } finally {
+      vi.useRealTimers();
+      await store.close();
+    }
+  });
+
   it('restores the running byte total on reopen and keeps enforcing the budget', async () => {
     const file = join(tempDir, `total-${++files}.db`);
     let time = Date.now();
