@@ -10,7 +10,7 @@ COPY package.json package-lock.json ./
 # Without scripts: the project's own (prepare builds dist/, and src/ is not here yet); better-sqlite3 is
 # the one dependency with an install step, run on its own, and the project's addon is built next.
 RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
-COPY native/binding.gyp native/malloc-trim.c ./native/
+COPY native/binding.gyp native/malloc-trim.c native/memory-pressure.cc ./native/
 RUN npm run build:native
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src

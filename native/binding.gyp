@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "malloc_trim",
-      "sources": ["malloc-trim.c"],
+      "sources": ["malloc-trim.c", "memory-pressure.cc"],
       "defines": ["NAPI_VERSION=8"]
     }
   ]

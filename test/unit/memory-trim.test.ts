@@ -1,6 +1,6 @@
 // The memory trim: the addon is built here (Linux, glibc) and gives memory back; the policy trims only in
 // a quiet interval after RSS moved, and never twice for the same change.
-import { setFlagsFromString } from 'node:v8';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { TRIM_CHANGE_BYTES, loadTrimBinding, startMemoryTrim } from '../../src/memory-trim.js';
@@ -11,9 +11,13 @@ function rig(readings: { rss: number; utilization: number }[]) {
   let i = 0;
   let current = readings[0]!;
   const calls: number[] = [];
+  /** what happened, in order: V8's notice, then the trim */
+  const order: string[] = [];
   const trim = startMemoryTrim({
     everyMs: 0,
+    reduce: () => order.push('reduce'),
     trim: () => {
+      order.push('trim');
       calls.push(current.rss);
       current = { ...current, rss: current.rss - 30 * MB };
       return true;
@@ -24,6 +28,7 @@ function rig(readings: { rss: number; utilization: number }[]) {
   return {
     trim,
     calls,
+    order,
     /** the next reading, then one tick */
     step() {
       current = readings[++i]!;
@@ -75,6 +80,28 @@ describe('memory trim', () => {
     expect(before - after).toBeGreaterThan(64 * MB);
   });
 
+  it("tells V8 memory is short: garbage promoted to the event loop's old space goes, and the heap shrinks", async () => {
+    const binding = loadTrimBinding()!;
+    const heap = () => getHeapStatistics();
+    // ~40 MB of objects kept through young collections (so they are in old space), then dropped
+    let kept: object[] | null = [];
+    for (let i = 0; i < 300_000; i++) kept.push({ i, s: `x${i}`, a: [i] });
+    for (let round = 0; round < 20; round++) {
+      const churn: object[] = [];
+      for (let i = 0; i < 100_000; i++) churn.push({ i });
+    }
+    kept = null;
+    const before = heap();
+    expect(binding.reduce()).toBe(true);
+    let after = heap();
+    for (let i = 0; i < 40 && before.used_heap_size - after.used_heap_size < 20 * MB; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      after = heap();
+    }
+    expect(before.used_heap_size - after.used_heap_size).toBeGreaterThan(20 * MB);
+    expect(after.total_heap_size).toBeLessThan(before.total_heap_size);
+  });
+
   it('trims once in a quiet interval after RSS grew, and not while busy', () => {
     const r = rig([
       { rss: 100 * MB, utilization: 0 },
@@ -87,6 +114,8 @@ describe('memory trim', () => {
     expect([r.step(), r.step(), r.step(), r.step(), r.step()]).toEqual([false, false, true, false, false]);
     expect(r.calls).toEqual([190 * MB]);
     expect(r.trim.trims).toBe(1);
+    // V8 is told first, so the heap a burst left shrinks too (its C memory goes with the next trim)
+    expect(r.order).toEqual(['reduce', 'trim']);
   });
 
   it('trims again when RSS fell (the report worker stopped and freed its own)', () => {
