@@ -3,7 +3,7 @@
 
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
-# better-sqlite3 compiles from source when no prebuilt binary can be fetched; native/ (malloc_trim) always.
+# better-sqlite3 compiles from source when no prebuilt binary can be fetched; native/ (malloc_trim, V8's memory-pressure notice) always.
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
     && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
