@@ -1,8 +1,8 @@
 // V8's memory-pressure notice for src/memory-trim.ts. After a burst, the event loop's heap can hold tens of
 // MB of garbage that no collection comes for: V8 collects as allocation goes on, and an idle relay
 // allocates nothing, so its heap (and the RSS) stays where the burst left it (seen: 1 run in ~5 of
-// bench's two rounds of 1,000 streams kept ~130 MB above idle 30 s later; a full collection then gave it
-// back). V8 lets an embedder say "memory is short": at the moderate level it starts an incremental
+// bench's two rounds of 1,000 streams kept 70-170 MB above idle 30 s later; a full collection then gave
+// it back). V8 lets an embedder say "memory is short": at the moderate level it starts an incremental
 // collection that also shrinks the heap, run in small steps on the event loop. Node-API has no such call,
 // hence this file in C++ against V8's own header (the addon is built for the Node that runs it).
 #include <v8.h>

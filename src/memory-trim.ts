@@ -12,8 +12,8 @@
 //
 // The same moment tells V8 that memory is short (native/memory-pressure.cc): an idle relay allocates
 // nothing, so nothing makes V8 collect the garbage a burst left in the event loop's heap, and now and then
-// (1 run in ~5 of two rounds of 1,000 streams) it stayed there: ~130 MB above idle 30 s later, where a full
-// collection gave it back. The notice starts an incremental collection that also shrinks the heap (a call
+// (1 run in ~5 of two rounds of 1,000 streams) it stayed there: 70-170 MB above idle 30 s later, where a
+// full collection gave it back. The notice starts an incremental collection that also shrinks the heap (a call
 // of ~0.5 ms; the collection runs in steps on the idle loop); what it frees of C memory goes back with the
 // next trim, which the RSS it gives up makes due.
 import { createRequire } from 'node:module';
