@@ -17,12 +17,11 @@
 import autocannon from 'autocannon';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeSection } from './lib/results-file.mjs';
-import { BENCH_DIR, ROOT, cpuTimeMs, freePort, sleep, spawnNode, startHelper, startRelay, stopChild } from './lib/processes.mjs';
+import { BENCH_DIR, ROOT, cpuTimeMs, freePort, sleep, startHelper, startRelay, stopChild } from './lib/processes.mjs';
 
 const HELP = `Usage: node bench/cost.mjs [options]      (npm run bench:cost builds first)
 
@@ -134,7 +133,7 @@ async function floors() {
   const upstreamUrl = `http://127.0.0.1:${port}`;
   const mock = spawn(process.execPath, [path.join(shared, 'upstream.mjs')], { cwd: shared, env: { ...process.env, UPSTREAM_PORT: String(port) }, stdio: 'ignore' });
   const dir = mkdtempSync(path.join(os.tmpdir(), 'relay-cost-floor-'));
-  /** CPU of a helper started for `loads` ([mode, ...]), then stopped */
+  /** CPU a request of a helper under each of `modes`, started for them and stopped after */
   const measured = async (start, modes) => {
     const proc = await start();
     try {
@@ -148,7 +147,8 @@ async function floors() {
     const direct = clientCpu(upstreamUrl, 'miss', mock.pid);
     const replay = await measured(() => startHelper('replay floor', 'reference-proxy.mjs', ['--kind', 'replay', '--upstream', upstreamUrl]), ['hit']);
     const http = await measured(() => startHelper('node:http proxy', 'reference-proxy.mjs', ['--kind', 'http', '--upstream', upstreamUrl]), ['miss', 'stream-miss']);
-    const bare = await measured(() => startBare(upstreamUrl), ['miss', 'stream-miss']);
+    // bench/bare-proxy.mjs: the same app, at the same versions, as the shared tools' anchors/fastify-proxy.mjs
+    const bare = await measured(() => startHelper('bare proxy', 'bare-proxy.mjs', ['--upstream', upstreamUrl]), ['miss', 'stream-miss']);
     const durable = await measured(() => startHelper('durable floor', 'report-floor.mjs', ['--durable', path.join(dir, 'journal')]), ['report']);
     return [
       ['hit', 'node:http answering from a Map (reference-proxy.mjs --kind replay)', replay.hit, 'the mock answering directly', direct, 1.5],
@@ -160,26 +160,6 @@ async function floors() {
     mock.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/** The bare @fastify/http-proxy of the shared tools (its anchors/node_modules is installed by cpu.sh). */
-async function startBare(upstreamUrl) {
-  const port = await freePort();
-  const proc = spawnNode('bare proxy', [path.join(shared, 'anchors', 'fastify-proxy.mjs')], { env: { ...process.env, PORT: String(port), UPSTREAM_URL: upstreamUrl } });
-  proc.url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 100 && !proc.exit; i++) {
-    const open = await new Promise((resolve) => {
-      const socket = net.connect(port, '127.0.0.1', () => {
-        socket.end();
-        resolve(true);
-      });
-      socket.once('error', () => resolve(false));
-    });
-    if (open) return proc;
-    await sleep(100);
-  }
-  await stopChild(proc, 1000);
-  throw new Error(`the bare proxy did not listen within 10 s:\n${proc.output}`);
 }
 
 if (!skip.has('cpu')) {

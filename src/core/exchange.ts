@@ -18,7 +18,7 @@ import type { LiveAnswer } from './live-answer.js';
 import { uuidv7 } from './ids.js';
 import { decodeUtf8Strict, parseJsonStrict } from './json-guard.js';
 import { NAMESPACE_PATTERN, proxyNamespace } from './namespace.js';
-import { credentialOf, relayHeaderPairs } from './proxy-headers.js';
+import { credentialOf, isJsonMediaType, one, relayHeaderPairs } from './proxy-headers.js';
 import type { CacheStatus } from './proxy-report.js';
 import type { ReportService } from './report-service.js';
 import type { Target } from './routing.js';
@@ -58,17 +58,6 @@ export interface ExchangeOptions {
 const RAW_KEYS = 10_000;
 /** Namespaces of credentials seen before (a credential's namespace is a hash of it). */
 const NAMESPACES = 1_000;
-
-function one(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
-
-function isJson(contentType: string | undefined): boolean {
-  if (contentType === 'application/json') return true; // what SDKs send: no split, no copies
-  if (!contentType) return false;
-  const mime = contentType.split(';')[0]!.trim().toLowerCase();
-  return mime === 'application/json' || mime.endsWith('+json');
-}
 
 /**
  * Why a call that may only be answered from the cache was not: where the relay looked, and (the usual
@@ -200,7 +189,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
         cacheOnByDefault: opts.cacheOnByDefault,
         offline: opts.offline,
       });
-      const json = req.method === 'POST' && req.body !== undefined && req.body.length > 0 && isJson(one(req.headers['content-type']));
+      const json = req.method === 'POST' && req.body !== undefined && req.body.length > 0 && isJsonMediaType(one(req.headers['content-type']));
       // Only a call that uses the cache needs its namespace (a hash of the credential, by default) and key.
       let namespace = '';
       let hash: string | null = null;

@@ -12,7 +12,7 @@ import { decodeBody } from './content-encoding.js';
 import { dialectOf, errorAnswer, errorFacts } from './error-answer.js';
 import { type LiveAnswer, type LiveFeed, createLiveFeed } from './live-answer.js';
 import { type Base, ClientGone, type ProxyRequest, type ProxyResponse } from './proxy-types.js';
-import { clientResponseHeaders, upstreamRequestHeaders } from './proxy-headers.js';
+import { clientResponseHeaders, isJsonMediaType, one, upstreamRequestHeaders } from './proxy-headers.js';
 import type { CacheStatus, Outcome } from './proxy-report.js';
 import type { Target } from './routing.js';
 import { parseSse, sseOutcome } from './sse.js';
@@ -46,15 +46,6 @@ function replayHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   }
   out['content-type'] ??= 'application/json';
   return out;
-}
-
-function one(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
-
-function isJsonType(contentType: string): boolean {
-  const mime = contentType.split(';')[0]!.trim().toLowerCase();
-  return mime === 'application/json' || mime.endsWith('+json');
 }
 
 /**
@@ -179,7 +170,7 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
     if (!identity) facts.encoding = encoding;
     base.record(facts, parts);
     let cached: StoredAnswer | undefined;
-    if (outcome === 'complete' && ok && parts !== undefined && a.status !== 'BYPASS' && (isSse || isJsonType(contentType))) {
+    if (outcome === 'complete' && ok && parts !== undefined && a.status !== 'BYPASS' && (isSse || isJsonMediaType(contentType))) {
       // Stored decoded: a hit's client may not accept the upstream's encoding.
       let payload: string | undefined;
       try {

@@ -58,8 +58,17 @@ export function credentialOf(headers: IncomingHttpHeaders): string | undefined {
   return undefined;
 }
 
-function one(v: string | string[] | undefined): string | undefined {
+/** A header's value, the first one when it came more than once. */
+export function one(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
+}
+
+/** Whether a content-type is JSON (`application/json`, or any `+json` type), with or without parameters. */
+export function isJsonMediaType(contentType: string | undefined): boolean {
+  if (contentType === 'application/json') return true; // what SDKs send: no split, no copies
+  if (!contentType) return false;
+  const mime = contentType.split(';')[0]!.trim().toLowerCase();
+  return mime === 'application/json' || mime.endsWith('+json');
 }
 
 /** metadata and properties from x-relay-* headers (DESIGN §3). */
