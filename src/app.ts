@@ -48,6 +48,8 @@ export interface Relay {
   cache: CacheService;
   reports: ReportService;
   exchange: Exchange;
+  /** gives back what the stores keep only to be fast (a quiet moment's memory trim calls it; src/server.ts) */
+  releaseMemory(): void;
   /** listens, says so (the start-up banner) and resolves with the URL a local client opens */
   listen(port: number, host: string): Promise<string>;
   /**
@@ -283,6 +285,7 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
     cache,
     reports,
     exchange,
+    releaseMemory: () => cacheStore.releaseMemory?.(),
     async listen(port, host) {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);

@@ -15,7 +15,9 @@
 // (1 run in ~5 of two rounds of 1,000 streams) it stayed there: 70-170 MB above idle 30 s later, where a
 // full collection gave it back. The notice starts an incremental collection that also shrinks the heap (a call
 // of ~0.5 ms; the collection runs in steps on the idle loop); what it frees of C memory goes back with the
-// next trim, which the RSS it gives up makes due.
+// next trim, which the RSS it gives up makes due. And the stores give back what they keep only to be fast
+// (`release`: the SQLite cache connection's page cache, ~4 MB less 30 s after two rounds of 1,000 streams;
+// docs/benchmarks.md).
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 
@@ -43,6 +45,8 @@ export function loadTrimBinding(): Binding | undefined {
 }
 
 export interface MemoryTrimOptions {
+  /** gives back what the stores keep only to be fast (their caches); called first, so the trim returns it */
+  release?: () => void;
   /** how often the event loop's use and RSS are read (0: only when `tick` is called) */
   everyMs?: number;
   /** RSS change since the last trim that makes one worth it */
@@ -100,6 +104,7 @@ export function startMemoryTrim(opts: MemoryTrimOptions = {}): MemoryTrim | unde
     if (u > quiet) return false;
     const before = rss();
     if (Math.abs(before - base) < changeBytes) return false;
+    opts.release?.();
     reduce?.();
     const released = trim();
     base = rss();

@@ -25,6 +25,7 @@ export async function startServer(config: Readonly<RelayConfig>, overrides: AppO
 
   const mb = (bytes: number): number => Math.round(bytes / 104_857.6) / 10;
   const trimmer = startMemoryTrim({
+    release: () => relay.releaseMemory(),
     onTrim: (before, after, released) => log.debug({ rssBeforeMb: mb(before), rssAfterMb: mb(after), released }, 'memory handed back (malloc_trim)'),
   });
   if (!loadTrimBinding() && process.platform === 'linux')

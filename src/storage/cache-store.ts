@@ -35,5 +35,10 @@ export interface CacheStore {
   stats(): Promise<CacheStoreStats>;
   /** Resolves when the backend answers. */
   ping(): Promise<void>;
+  /**
+   * Gives back memory the store holds only to be faster (SQLite's page cache), in a quiet moment after a
+   * burst (src/memory-trim.ts). Best effort and synchronous; what it dropped is read again when needed.
+   */
+  releaseMemory?(): void;
   close(): Promise<void>;
 }

@@ -371,6 +371,16 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
         selectPing.get();
       }),
 
+    releaseMemory() {
+      // The connection's page cache (up to 2 MB, SQLite's default) stays allocated once a burst filled it;
+      // an idle relay gives it back, and the next reads take their pages from the OS's file cache again.
+      try {
+        if (db.open) db.pragma('shrink_memory');
+      } catch {
+        // best effort: a busy or failing database keeps its cache
+      }
+    },
+
     close: () =>
       run(() => {
         if (setWaiters.length > 0) commitSets();

@@ -194,6 +194,31 @@ describe('sqlite cache store', () => {
     await second.close();
   });
 
+  it('gives its page cache back in a quiet moment and answers as before, pending writes included', async () => {
+    const file = join(tempDir, `release-${++files}.db`);
+    const store = createSqliteCacheStore({ file, maxBytes: 50_000_000 });
+    const at = Date.now();
+    const committed = Array.from({ length: 300 }, (_, i) => sized(`k:release-${i}`, 8_000, at));
+    await Promise.all(committed.map((r) => store.set(r)));
+    // a set not yet committed (the store groups writes until a quiet moment) while the memory goes back
+    const pending = sized('k:release-pending', 500, at);
+    const written = store.set(pending);
+    store.releaseMemory!();
+    expect(await store.get(pending.key)).toEqual(pending);
+    await written;
+    for (const r of committed) expect(await store.get(r.key)).toEqual(r);
+    expect((await store.stats()).entries).toBe(301);
+    await store.close();
+    // what it held is in the file: a new connection reads it all
+    const reopened = createSqliteCacheStore({ file, maxBytes: 50_000_000 });
+    expect(await reopened.get(pending.key)).toEqual(pending);
+    expect(await reopened.get(committed[299]!.key)).toEqual(committed[299]);
+    reopened.releaseMemory!();
+    await reopened.close();
+    // closed: nothing to give back, and no error
+    expect(() => reopened.releaseMemory!()).not.toThrow();
+  });
+
   it('answers a hot entry from memory, without reading the file again', async () => {
     const file = join(tempDir, `hot-${++files}.db`);
     const store = createSqliteCacheStore({ file, maxBytes: 10_000 });

@@ -15,6 +15,7 @@ function rig(readings: { rss: number; utilization: number }[]) {
   const order: string[] = [];
   const trim = startMemoryTrim({
     everyMs: 0,
+    release: () => order.push('release'),
     reduce: () => order.push('reduce'),
     trim: () => {
       order.push('trim');
@@ -114,8 +115,9 @@ describe('memory trim', () => {
     expect([r.step(), r.step(), r.step(), r.step(), r.step()]).toEqual([false, false, true, false, false]);
     expect(r.calls).toEqual([190 * MB]);
     expect(r.trim.trims).toBe(1);
-    // V8 is told first, so the heap a burst left shrinks too (its C memory goes with the next trim)
-    expect(r.order).toEqual(['reduce', 'trim']);
+    // The stores' caches go first and V8 is told, so what they free goes back with this trim (the heap's
+    // C memory with the next one)
+    expect(r.order).toEqual(['release', 'reduce', 'trim']);
   });
 
   it('trims again when RSS fell (the report worker stopped and freed its own)', () => {
