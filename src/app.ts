@@ -48,8 +48,12 @@ export interface Relay {
   cache: CacheService;
   reports: ReportService;
   exchange: Exchange;
-  /** gives back what the stores keep only to be fast (a quiet moment's memory trim calls it; src/server.ts) */
-  releaseMemory(): void;
+  /**
+   * Gives back what the relay keeps only to be fast: the cache store's page cache, the idle upstream
+   * connections a burst left (a quiet moment's memory trim calls it; src/server.ts). True when some of it is
+   * freed later (connections closing).
+   */
+  releaseMemory(): boolean;
   /** listens, says so (the start-up banner) and resolves with the URL a local client opens */
   listen(port: number, host: string): Promise<string>;
   /**
@@ -285,7 +289,10 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
     cache,
     reports,
     exchange,
-    releaseMemory: () => cacheStore.releaseMemory?.(),
+    releaseMemory() {
+      cacheStore.releaseMemory?.();
+      return upstream.releaseIdle();
+    },
     async listen(port, host) {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);

@@ -15,9 +15,9 @@
 // (1 run in ~5 of two rounds of 1,000 streams) it stayed there: 70-170 MB above idle 30 s later, where a
 // full collection gave it back. The notice starts an incremental collection that also shrinks the heap (a call
 // of ~0.5 ms; the collection runs in steps on the idle loop); what it frees of C memory goes back with the
-// next trim, which the RSS it gives up makes due. And the stores give back what they keep only to be fast
-// (`release`: the SQLite cache connection's page cache, ~4 MB less 30 s after two rounds of 1,000 streams;
-// docs/benchmarks.md).
+// next trim, which the RSS it gives up makes due. And first the relay gives back what it keeps only to be
+// fast (`release`: the SQLite cache connection's page cache; the idle upstream connections a burst left
+// beyond a few dozen, freed as they close, so the next quiet reading trims again; docs/internals.md).
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 
@@ -45,8 +45,12 @@ export function loadTrimBinding(): Binding | undefined {
 }
 
 export interface MemoryTrimOptions {
-  /** gives back what the stores keep only to be fast (their caches); called first, so the trim returns it */
-  release?: () => void;
+  /**
+   * gives back what the relay keeps only to be fast (the stores' caches, idle upstream connections); called
+   * first, so the trim returns it. True when some of it is freed later (connections closing): the next quiet
+   * reading trims again, whether RSS moved or not.
+   */
+  release?: () => boolean | void;
   /** how often the event loop's use and RSS are read (0: only when `tick` is called) */
   everyMs?: number;
   /** RSS change since the last trim that makes one worth it */
@@ -98,13 +102,15 @@ export function startMemoryTrim(opts: MemoryTrimOptions = {}): MemoryTrim | unde
   const quiet = opts.quietUtilization ?? QUIET_UTILIZATION;
   let base = rss();
   let trims = 0;
+  /** what the last release let go is freed after it: trim again at the next quiet reading */
+  let again = false;
 
   const tick = (): boolean => {
     const u = utilization();
     if (u > quiet) return false;
     const before = rss();
-    if (Math.abs(before - base) < changeBytes) return false;
-    opts.release?.();
+    if (!again && Math.abs(before - base) < changeBytes) return false;
+    again = opts.release?.() === true;
     reduce?.();
     const released = trim();
     base = rss();

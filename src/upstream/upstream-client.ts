@@ -34,22 +34,40 @@ export interface UpstreamResponse {
 
 export interface UpstreamClient {
   request(req: UpstreamRequest): Promise<UpstreamResponse>;
+  /**
+   * In a quiet moment: when more than IDLE_CONNECTIONS_KEPT connections wait idle (a burst left them), lets
+   * them go — the pool starts over, calls still running finish on the old one. True when it did.
+   */
+  releaseIdle(): boolean;
   close(): Promise<void>;
 }
+
+/**
+ * Idle upstream connections a quiet relay keeps. A burst of a thousand streams leaves a thousand, kept alive
+ * for 30 s or as long as the server's Keep-Alive allows (each a socket, its parser and buffers: ~5 MB for a
+ * thousand here, and a TLS session each with a real provider); the next calls after the quiet moment
+ * connect again.
+ */
+export const IDLE_CONNECTIONS_KEPT = 32;
 
 export function createUpstreamClient(opts: UpstreamOptions): UpstreamClient {
   // undici is loaded with the first call upstream: a relay that only answers from its cache never needs it.
   let agent: Agent | undefined;
   let loading: Promise<Agent> | undefined;
+  let newAgent: (() => Agent) | undefined;
+  /** pools let go by releaseIdle, closing once their running calls are done */
+  const retired = new Set<Promise<void>>();
   const agentOf = (): Agent | Promise<Agent> =>
     agent ??
     (loading ??= import('undici').then(({ Agent }) => {
-      agent = new Agent({
-        connect: { timeout: opts.connectTimeoutMs },
-        headersTimeout: opts.headersTimeoutMs,
-        bodyTimeout: opts.bodyTimeoutMs,
-        keepAliveTimeout: 30_000,
-      });
+      newAgent = () =>
+        new Agent({
+          connect: { timeout: opts.connectTimeoutMs },
+          headersTimeout: opts.headersTimeoutMs,
+          bodyTimeout: opts.bodyTimeoutMs,
+          keepAliveTimeout: 30_000,
+        });
+      agent = newAgent();
       return agent;
     }));
 
@@ -69,8 +87,23 @@ export function createUpstreamClient(opts: UpstreamOptions): UpstreamClient {
         throw upstreamError(err, req.origin);
       }
     },
+    releaseIdle() {
+      if (!agent || !newAgent) return false;
+      let idle = 0;
+      for (const stats of Object.values(agent.stats)) idle += (stats as { free?: number }).free ?? 0;
+      if (idle <= IDLE_CONNECTIONS_KEPT) return false;
+      const old = agent;
+      agent = newAgent();
+      loading = Promise.resolve(agent);
+      // close() lets the calls still running on the old pool finish, then closes its connections
+      const closing = old.close().catch(() => undefined);
+      retired.add(closing);
+      void closing.then(() => retired.delete(closing));
+      return true;
+    },
     close: async () => {
       if (loading) await (await loading).close();
+      await Promise.all(retired);
     },
   };
 }

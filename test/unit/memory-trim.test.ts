@@ -15,7 +15,9 @@ function rig(readings: { rss: number; utilization: number }[]) {
   const order: string[] = [];
   const trim = startMemoryTrim({
     everyMs: 0,
-    release: () => order.push('release'),
+    release: () => {
+      order.push('release');
+    },
     reduce: () => order.push('reduce'),
     trim: () => {
       order.push('trim');
@@ -118,6 +120,34 @@ describe('memory trim', () => {
     // The stores' caches go first and V8 is told, so what they free goes back with this trim (the heap's
     // C memory with the next one)
     expect(r.order).toEqual(['release', 'reduce', 'trim']);
+  });
+
+  it('trims again at the next quiet reading when what the release let go is freed later (connections closing)', () => {
+    let current = { rss: 100 * MB, utilization: 0 };
+    const order: string[] = [];
+    let releases = 0;
+    const t = startMemoryTrim({
+      everyMs: 0,
+      release: () => {
+        order.push('release');
+        return ++releases === 1;
+      },
+      reduce: () => order.push('reduce'),
+      trim: () => {
+        order.push('trim');
+        return true;
+      },
+      rss: () => current.rss,
+      utilization: () => current.utilization,
+    })!;
+    current = { rss: 150 * MB, utilization: 0 };
+    expect(t.tick()).toBe(true); // RSS moved: release (which says more is coming), notice, trim
+    current = { rss: 150 * MB, utilization: 0.5 };
+    expect(t.tick()).toBe(false); // busy: waits
+    current = { rss: 150 * MB, utilization: 0 };
+    expect(t.tick()).toBe(true); // quiet, RSS unchanged, but due again
+    expect(t.tick()).toBe(false); // the second release let nothing go: done
+    expect(order).toEqual(['release', 'reduce', 'trim', 'release', 'reduce', 'trim']);
   });
 
   it('trims again when RSS fell (the report worker stopped and freed its own)', () => {
