@@ -1,7 +1,7 @@
 // The idle upstream connections a burst leaves: in a quiet moment (the memory trim's, src/server.ts) the relay
 // lets them go when more than IDLE_CONNECTIONS_KEPT wait, and keeps them when fewer do. Calls still running
 // finish on the connections they have; the next calls connect again. A real upstream on loopback counts the
-// sockets it holds open.
+// sockets it holds open, and holds a burst's answers until all its calls arrived.
 import { type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -14,6 +14,8 @@ interface CountingUpstream {
   open(): number;
   /** connections accepted so far */
   accepted(): number;
+  /** JSON answers are held until this many wait, then all go (so a burst's calls overlap, however slow the machine) */
+  holdUntil: number;
   /** lets the slow stream go on */
   release(): void;
   close(): Promise<void>;
@@ -26,11 +28,17 @@ async function startCountingUpstream(): Promise<CountingUpstream> {
   let accepted = 0;
   let go: () => void = () => {};
   const gate = new Promise<void>((resolve) => (go = resolve));
+  let held: (() => void)[] = [];
   const answer = (res: ServerResponse, body: { stream?: boolean; messages: { content: string }[] }): void => {
     const text = body.messages[0]!.content;
     if (!body.stream) {
       const json = JSON.stringify({ id: 'x', object: 'chat.completion', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: `echo: ${text}` }, finish_reason: 'stop' }] });
-      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(json), 150);
+      held.push(() => res.writeHead(200, { 'content-type': 'application/json' }).end(json));
+      if (held.length >= upstream.holdUntil) {
+        const all = held;
+        held = [];
+        for (const send of all) send();
+      }
       return;
     }
     // a stream that sends its first event, then waits for the test before the rest
@@ -55,8 +63,9 @@ async function startCountingUpstream(): Promise<CountingUpstream> {
     socket.once('close', () => sockets.delete(socket));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
+  const upstream: CountingUpstream = {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    holdUntil: 1,
     open: () => sockets.size,
     accepted: () => accepted,
     release: () => go(),
@@ -65,6 +74,7 @@ async function startCountingUpstream(): Promise<CountingUpstream> {
       return new Promise((resolve) => server.close(() => resolve()));
     },
   };
+  return upstream;
 }
 
 function call(relay: TestRelay, content: string, stream = false): Promise<Response> {
@@ -75,7 +85,9 @@ function call(relay: TestRelay, content: string, stream = false): Promise<Respon
   });
 }
 
+/** n calls at once: the upstream answers none before all n reached it, so each has a connection of its own */
 async function burst(relay: TestRelay, n: number, tag: string): Promise<void> {
+  up!.holdUntil = n;
   const answers = await Promise.all(Array.from({ length: n }, (_, i) => call(relay, `${tag} ${i}`)));
   const bodies = await Promise.all(answers.map((r) => r.json() as Promise<{ choices: { message: { content: string } }[] }>));
   expect(bodies.map((b) => b.choices[0]!.message.content)).toEqual(Array.from({ length: n }, (_, i) => `echo: ${tag} ${i}`));
@@ -100,7 +112,7 @@ describe('idle upstream connections after a burst', () => {
     const first = await reader.read();
     expect(new TextDecoder().decode(first.value)).toContain('"one"');
     await burst(relay, n, 'burst');
-    // every call of the burst had its own connection (150 ms each, all at once), and they wait idle
+    // every call of the burst had its own connection (all were open at once), and they wait idle
     expect(up.accepted()).toBe(n + 1);
     expect(up.open()).toBe(n + 1);
 
