@@ -97,11 +97,14 @@ describe('memory trim', () => {
     const before = heap();
     expect(binding.reduce()).toBe(true);
     let after = heap();
-    for (let i = 0; i < 40 && before.used_heap_size - after.used_heap_size < 20 * MB; i++) {
+    // The collection runs in steps on the idle loop and can take seconds (the same steps in a plain node
+    // process: ~10 MiB freed after 0.5-2 s, 65 MiB after 4 s; once, under the whole suite, 2 s gave 19.3 MiB).
+    // Without the notice nothing is collected at all, however long this waits (-0.7 MiB after 5 s).
+    for (let i = 0; i < 200 && before.used_heap_size - after.used_heap_size < 24 * MB; i++) {
       await new Promise((resolve) => setTimeout(resolve, 50));
       after = heap();
     }
-    expect(before.used_heap_size - after.used_heap_size).toBeGreaterThan(20 * MB);
+    expect(before.used_heap_size - after.used_heap_size).toBeGreaterThan(16 * MB);
     expect(after.total_heap_size).toBeLessThan(before.total_heap_size);
   });
 
