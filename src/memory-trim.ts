@@ -21,7 +21,7 @@
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 
-interface Binding {
+export interface Binding {
   trim(): boolean;
   /** V8's memory-pressure notice for the calling thread's heap (true when it was given) */
   reduce(): boolean;
@@ -63,6 +63,8 @@ export interface MemoryTrimOptions {
   rss?: () => number;
   utilization?: () => number;
   onTrim?: (rssBefore: number, rssAfter: number, released: boolean) => void;
+  /** (tests) the addon as loaded: null as if it were not built */
+  native?: Binding | null;
 }
 
 export interface MemoryTrim {
@@ -88,13 +90,14 @@ function eventLoopUtilization(): () => number {
 
 /**
  * Starts the readings (an unref'd timer: it never keeps the process alive). Returns undefined when there
- * is nothing to call (the addon is not built) and no `trim` was given.
+ * is nothing to call: no addon (not built), no `trim` and no `release` given.
  */
 export function startMemoryTrim(opts: MemoryTrimOptions = {}): MemoryTrim | undefined {
-  const native = loadTrimBinding();
-  // Without glibc there is nothing to trim, but V8's notice still shrinks the heap.
-  const trim = opts.trim ?? (native ? (native.supported ? native.trim : () => false) : undefined);
-  if (!trim) return undefined;
+  const native = opts.native === undefined ? loadTrimBinding() : (opts.native ?? undefined);
+  if (!native && !opts.trim && !opts.release) return undefined;
+  // Without glibc there is nothing to trim, but V8's notice still shrinks the heap; without the addon the
+  // relay still lets go of what it keeps only to be fast.
+  const trim = opts.trim ?? (native?.supported ? native.trim : () => false);
   const reduce = opts.reduce ?? (opts.trim ? undefined : native?.reduce);
   const rss = opts.rss ?? (() => process.memoryUsage.rss());
   const utilization = opts.utilization ?? eventLoopUtilization();

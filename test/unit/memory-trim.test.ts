@@ -153,6 +153,19 @@ describe('memory trim', () => {
     expect(order).toEqual(['release', 'reduce', 'trim', 'release', 'reduce', 'trim']);
   });
 
+  it('without the addon (not built), still lets go of what the relay keeps only to be fast', () => {
+    let rss = 100 * MB;
+    const released: number[] = [];
+    const t = startMemoryTrim({ everyMs: 0, native: null, release: () => void released.push(rss), rss: () => rss, utilization: () => 0 });
+    expect(t).toBeDefined();
+    expect(t!.tick()).toBe(false); // unchanged
+    rss = 150 * MB;
+    expect(t!.tick()).toBe(true);
+    expect(released).toEqual([150 * MB]);
+    // with nothing to call at all, nothing starts
+    expect(startMemoryTrim({ everyMs: 0, native: null })).toBeUndefined();
+  });
+
   it('trims again when RSS fell (the report worker stopped and freed its own)', () => {
     const r = rig([
       { rss: 100 * MB, utilization: 0 },
