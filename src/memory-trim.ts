@@ -18,6 +18,7 @@
 // next trim, which the RSS it gives up makes due. And first the relay gives back what it keeps only to be
 // fast (`release`: the SQLite cache connection's page cache; the idle upstream connections a burst left
 // beyond a few dozen, freed as they close, so the next quiet reading trims again; docs/internals.md).
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 
@@ -25,6 +26,10 @@ export interface Binding {
   trim(): boolean;
   /** V8's memory-pressure notice for the calling thread's heap (true when it was given) */
   reduce(): boolean;
+  /** mallopt(M_ARENA_MAX, n); true when it was set */
+  limitArenas(n: number): boolean;
+  /** execv(path, argv) with the current environment; returns only when it failed, with errno */
+  exec(path: string, argv: string[]): number;
   supported: boolean;
 }
 
@@ -42,6 +47,49 @@ export function loadTrimBinding(): Binding | undefined {
     }
   }
   return binding ?? undefined;
+}
+
+/**
+ * The malloc arenas all threads share, the event loop's included (glibc's default: 8 per core). After a burst
+ * each arena's free top stays resident: `malloc_trim` gives back free pages inside every arena, but the top of
+ * another thread's arena only shrinks when that thread frees into it (V8's helper threads, the report worker,
+ * libuv's pool). With three, the event loop has one and the other threads share two. Measured
+ * (docs/benchmarks.md, "Few malloc arenas"): RSS 30 s after two rounds of 1,000 streams ~22 -> ~15 MB above
+ * idle, and no more CPU per exchange.
+ */
+export const MALLOC_ARENAS = 3;
+
+/** This process's command line as it was given (`ps` shows the same after the restart), from /proc where it can. */
+export function commandLine(): string[] {
+  try {
+    const parts = readFileSync('/proc/self/cmdline', 'utf8').split('\0');
+    parts.pop(); // (each argument ends with a NUL)
+    if (parts.length > 0) return parts;
+  } catch {
+    // not Linux: what Node says it was started with
+  }
+  return [process.argv0, ...process.execArgv, ...process.argv.slice(1)];
+}
+
+/**
+ * Starts the process again with MALLOC_ARENA_MAX set, once, before the server loads. glibc reads the variable
+ * only as the process starts, and by the time JavaScript runs V8's helper threads already hold arenas of their
+ * own (mallopt from here caps only threads started later: about half the gain), so the relay execs itself: the
+ * same process (pid, parent, stdio), the same command line, one more Node start-up (~60 ms). It does not when
+ * an operator set MALLOC_ARENA_MAX or the `glibc.malloc.arena_max` tunable (their choice stands), without the
+ * addon or glibc, or under an inspector (a debugger would lose the process it attached to); then, or when the
+ * exec fails, it returns and the cap applies to the threads started from now on.
+ */
+export function restartWithFewArenas(env: NodeJS.ProcessEnv = process.env, native: Binding | null = loadTrimBinding() ?? null): void {
+  if (env.MALLOC_ARENA_MAX !== undefined || env.GLIBC_TUNABLES?.includes('glibc.malloc.arena_max')) return;
+  if (!native?.supported) return;
+  const inspected = [...process.execArgv, env.NODE_OPTIONS ?? ''].some((a) => /--inspect|--debug/.test(a));
+  if (!inspected) {
+    env.MALLOC_ARENA_MAX = String(MALLOC_ARENAS);
+    native.exec(process.execPath, commandLine());
+    delete env.MALLOC_ARENA_MAX; // (still here: the exec failed)
+  }
+  native.limitArenas(MALLOC_ARENAS);
 }
 
 export interface MemoryTrimOptions {

@@ -115,3 +115,39 @@ describe('start-up warnings', () => {
     expect(guarded.output()).not.toContain('without RELAY_API_TOKENS');
   });
 });
+
+// (every other test of the command runs through the restart too: stdin for `cache import -`, exit statuses)
+describe('few malloc arenas (memory-trim.ts, restartWithFewArenas)', () => {
+  const environOf = async (pid: number) => {
+    const { readFile } = await import('node:fs/promises');
+    return (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
+  };
+
+  it('the relay starts again as the same process with MALLOC_ARENA_MAX=3, its output and exit status intact', async () => {
+    const { spawnRelay } = await import('../helpers/relay-process.js');
+    const { tempDir } = await import('../helpers/relay.js');
+    const relay = await spawnRelay({ RELAY_DATA_DIR: await tempDir(), RELAY_CACHE_URL: 'memory' });
+    // the pid the parent spawned now runs with the variable: it was restarted in place, not forked
+    expect(await environOf(relay.child.pid!)).toContain('MALLOC_ARENA_MAX=3');
+    // with the command line it was given (ps shows the same)
+    const { readFile } = await import('node:fs/promises');
+    expect((await readFile(`/proc/${relay.child.pid}/cmdline`, 'utf8')).split('\0').slice(0, -1)).toEqual([process.execPath, CLI]);
+    const res = await fetch(`${relay.url}/healthz`);
+    expect(await res.json()).toEqual({ status: 'ok' });
+    relay.child.kill('SIGTERM');
+    expect(await relay.exited).toEqual({ code: 0, signal: null });
+    // the banner once: the first image printed nothing
+    expect(relay.output().match(/listening on/g)).toHaveLength(1);
+  });
+
+  it("an operator's MALLOC_ARENA_MAX stands, and the relay is not restarted", async () => {
+    const { spawnRelay } = await import('../helpers/relay-process.js');
+    const { tempDir } = await import('../helpers/relay.js');
+    const relay = await spawnRelay({ RELAY_DATA_DIR: await tempDir(), RELAY_CACHE_URL: 'memory', MALLOC_ARENA_MAX: '16' });
+    const env = await environOf(relay.child.pid!);
+    relay.child.kill('SIGTERM');
+    await relay.exited;
+    expect(env).toContain('MALLOC_ARENA_MAX=16');
+    expect(env).not.toContain('MALLOC_ARENA_MAX=3');
+  });
+});

@@ -3,7 +3,7 @@
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { TRIM_CHANGE_BYTES, loadTrimBinding, startMemoryTrim } from '../../src/memory-trim.js';
+import { type Binding, MALLOC_ARENAS, commandLine, TRIM_CHANGE_BYTES, loadTrimBinding, restartWithFewArenas, startMemoryTrim } from '../../src/memory-trim.js';
 
 const MB = 1024 * 1024;
 
@@ -174,5 +174,65 @@ describe('memory trim', () => {
       { rss: 70 * MB, utilization: 0 },
     ]);
     expect([r.step(), r.step(), r.step()]).toEqual([true, true, false]);
+  });
+});
+
+describe('restart with few malloc arenas', () => {
+  /** a binding whose exec fails with EACCES (13), recording what it was asked and the variable as it was then */
+  function fake(supported = true) {
+    const calls: string[] = [];
+    let envAtExec: string | undefined;
+    const native: Binding = {
+      trim: () => false,
+      reduce: () => false,
+      supported,
+      limitArenas: (n) => (calls.push(`limit ${n}`), true),
+      exec: (path, argv) => {
+        calls.push(`exec ${path} ${argv.join(' ')}`);
+        envAtExec = process.env.MALLOC_ARENA_MAX;
+        return 13;
+      },
+    };
+    return { native, calls, envAtExec: () => envAtExec };
+  }
+
+  it('execs the same command line with MALLOC_ARENA_MAX set; when the exec fails, caps the arenas from here on', () => {
+    const f = fake();
+    const env: NodeJS.ProcessEnv = {};
+    // (the variable is set on the env given; process.env is what the exec passes on in the relay)
+    restartWithFewArenas(env, {
+      ...f.native,
+      exec: (path, argv) => {
+        expect(env.MALLOC_ARENA_MAX).toBe(String(MALLOC_ARENAS));
+        return f.native.exec(path, argv);
+      },
+    });
+    expect(f.calls).toEqual([`exec ${process.execPath} ${commandLine().join(' ')}`, `limit ${MALLOC_ARENAS}`]);
+    expect(env.MALLOC_ARENA_MAX).toBeUndefined();
+  });
+
+  it("leaves an operator's setting, a C library other than glibc and a missing addon alone", () => {
+    for (const env of [{ MALLOC_ARENA_MAX: '8' }, { GLIBC_TUNABLES: 'glibc.malloc.tcache_count=0:glibc.malloc.arena_max=4' }]) {
+      const f = fake();
+      restartWithFewArenas(env, f.native);
+      expect(f.calls).toEqual([]);
+    }
+    const notGlibc = fake(false);
+    restartWithFewArenas({}, notGlibc.native);
+    expect(notGlibc.calls).toEqual([]);
+    expect(() => restartWithFewArenas({}, null)).not.toThrow(); // the addon not built
+  });
+
+  it('under an inspector it does not exec (the debugger keeps its process), and caps the arenas from here on', () => {
+    const f = fake();
+    restartWithFewArenas({ NODE_OPTIONS: '--inspect=0' }, f.native);
+    expect(f.calls).toEqual([`limit ${MALLOC_ARENAS}`]);
+  });
+
+  it('the built addon caps the arenas (glibc) and refuses a bad count', () => {
+    const binding = loadTrimBinding()!;
+    expect(binding.limitArenas(0)).toBe(false);
+    // (mallopt's cap only affects threads that have no arena yet: harmless to the test process)
+    expect(binding.limitArenas(64)).toBe(true);
   });
 });
