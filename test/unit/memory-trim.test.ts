@@ -223,10 +223,12 @@ describe('restart with few malloc arenas', () => {
     expect(() => restartWithFewArenas({}, null)).not.toThrow(); // the addon not built
   });
 
-  it('under an inspector it does not exec (the debugger keeps its process), and caps the arenas from here on', () => {
-    const f = fake();
-    restartWithFewArenas({ NODE_OPTIONS: '--inspect=0' }, f.native);
-    expect(f.calls).toEqual([`limit ${MALLOC_ARENAS}`]);
+  it('under an inspector or valgrind it does not exec (either would lose the process), and caps the arenas from here on', () => {
+    for (const env of [{ NODE_OPTIONS: '--inspect=0' }, { LD_PRELOAD: '/usr/libexec/valgrind/vgpreload_core-amd64-linux.so' }]) {
+      const f = fake();
+      restartWithFewArenas(env, f.native);
+      expect(f.calls).toEqual([`limit ${MALLOC_ARENAS}`]);
+    }
   });
 
   it('the built addon caps the arenas (glibc) and refuses a bad count', () => {
