@@ -1,9 +1,10 @@
 // The memory trim: the addon is built here (Linux, glibc) and gives memory back; the policy trims only in
 // a quiet interval after RSS moved, and never twice for the same change.
+import { readFileSync } from 'node:fs';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { type Binding, MALLOC_ARENAS, commandLine, TRIM_CHANGE_BYTES, loadTrimBinding, restartWithFewArenas, startMemoryTrim } from '../../src/memory-trim.js';
+import { type Binding, MALLOC_ARENAS, TRIM_CHANGE_BYTES, commandLine, loadTrimBinding, restartWithFewArenas, startMemoryTrim } from '../../src/memory-trim.js';
 
 const MB = 1024 * 1024;
 
@@ -178,22 +179,17 @@ describe('memory trim', () => {
 });
 
 describe('restart with few malloc arenas', () => {
-  /** a binding whose exec fails with EACCES (13), recording what it was asked and the variable as it was then */
+  /** a binding whose exec fails with EACCES (13), recording what it was asked */
   function fake(supported = true) {
     const calls: string[] = [];
-    let envAtExec: string | undefined;
     const native: Binding = {
       trim: () => false,
       reduce: () => false,
       supported,
       limitArenas: (n) => (calls.push(`limit ${n}`), true),
-      exec: (path, argv) => {
-        calls.push(`exec ${path} ${argv.join(' ')}`);
-        envAtExec = process.env.MALLOC_ARENA_MAX;
-        return 13;
-      },
+      exec: (path, argv) => (calls.push(`exec ${path} ${argv.join(' ')}`), 13),
     };
-    return { native, calls, envAtExec: () => envAtExec };
+    return { native, calls };
   }
 
   it('execs the same command line with MALLOC_ARENA_MAX set; when the exec fails, caps the arenas from here on', () => {
@@ -236,5 +232,15 @@ describe('restart with few malloc arenas', () => {
     expect(binding.limitArenas(0)).toBe(false);
     // (mallopt's cap only affects threads that have no arena yet: harmless to the test process)
     expect(binding.limitArenas(64)).toBe(true);
+  });
+
+  it("the built addon's exec that fails returns errno and puts stdio's close-on-exec flags back", () => {
+    const binding = loadTrimBinding()!;
+    // (the flags line of /proc's fdinfo holds O_CLOEXEC, 02000000 in octal, as Node left it)
+    const flags = () => [0, 1, 2].map((fd) => /flags:\s*(\d+)/.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))?.[1]);
+    const before = flags();
+    expect(binding.exec('/nonexistent/node', ['node', '-v'])).toBe(2); // ENOENT, after the flags were cleared
+    expect(flags()).toEqual(before);
+    expect(binding.exec('/nonexistent/node', [])).toBe(22); // EINVAL: no argv[0]
   });
 });
