@@ -1,6 +1,6 @@
 // The built command as users run it.
 import { execFile, spawn } from 'node:child_process';
-import { rm, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -118,20 +118,17 @@ describe('start-up warnings', () => {
 
 // (every other test of the command runs through the restart too: stdin for `cache import -`, exit statuses)
 describe('few malloc arenas (memory-trim.ts, restartWithFewArenas)', () => {
-  const environOf = async (pid: number) => {
-    const { readFile } = await import('node:fs/promises');
-    return (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
-  };
+  /** a /proc file of NUL-terminated strings, as a list */
+  const procList = async (pid: number, file: 'environ' | 'cmdline') => (await readFile(`/proc/${pid}/${file}`, 'utf8')).split('\0').slice(0, -1);
 
   it('the relay starts again as the same process with MALLOC_ARENA_MAX=3, its output and exit status intact', async () => {
     const { spawnRelay } = await import('../helpers/relay-process.js');
     const { tempDir } = await import('../helpers/relay.js');
     const relay = await spawnRelay({ RELAY_DATA_DIR: await tempDir(), RELAY_CACHE_URL: 'memory' });
     // the pid the parent spawned now runs with the variable: it was restarted in place, not forked
-    expect(await environOf(relay.child.pid!)).toContain('MALLOC_ARENA_MAX=3');
+    expect(await procList(relay.child.pid!, 'environ')).toContain('MALLOC_ARENA_MAX=3');
     // with the command line it was given (ps shows the same)
-    const { readFile } = await import('node:fs/promises');
-    expect((await readFile(`/proc/${relay.child.pid}/cmdline`, 'utf8')).split('\0').slice(0, -1)).toEqual([process.execPath, CLI]);
+    expect(await procList(relay.child.pid!, 'cmdline')).toEqual([process.execPath, CLI]);
     const res = await fetch(`${relay.url}/healthz`);
     expect(await res.json()).toEqual({ status: 'ok' });
     relay.child.kill('SIGTERM');
@@ -144,7 +141,7 @@ describe('few malloc arenas (memory-trim.ts, restartWithFewArenas)', () => {
     const { spawnRelay } = await import('../helpers/relay-process.js');
     const { tempDir } = await import('../helpers/relay.js');
     const relay = await spawnRelay({ RELAY_DATA_DIR: await tempDir(), RELAY_CACHE_URL: 'memory', MALLOC_ARENA_MAX: '16' });
-    const env = await environOf(relay.child.pid!);
+    const env = await procList(relay.child.pid!, 'environ');
     relay.child.kill('SIGTERM');
     await relay.exited;
     expect(env).toContain('MALLOC_ARENA_MAX=16');
