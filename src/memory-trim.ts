@@ -77,18 +77,22 @@ export function commandLine(): string[] {
  * own (mallopt from here caps only threads started later: about half the gain), so the relay execs itself: the
  * same process (pid, parent, stdio), the same command line, one more Node start-up (~60 ms). It does not when
  * an operator set MALLOC_ARENA_MAX or the `glibc.malloc.arena_max` tunable (their choice stands), without the
- * addon or glibc, under an inspector (a debugger would lose the process it attached to) or valgrind (which would
- * run only the first image); then, or when the exec fails, it returns and the cap applies to the threads started
- * from now on.
+ * addon or glibc, under an inspector (a debugger would lose the process it attached to), valgrind (which would
+ * run only the first image) or a sampling CPU profiler (`--cpu-prof`, `--prof`: its SIGPROF, sent by a thread
+ * the exec ends, can still be pending, and an exec keeps pending signals but not their handlers, so the new image
+ * would die of it before its own profiler starts: seen in 2 starts of 6); then, or when the exec fails, it
+ * returns and the cap applies to the threads started from now on.
  */
 export function restartWithFewArenas(env: NodeJS.ProcessEnv = process.env, native: Binding | null = loadTrimBinding() ?? null): void {
   if (env.MALLOC_ARENA_MAX !== undefined || env.GLIBC_TUNABLES?.includes('glibc.malloc.arena_max')) return;
   if (!native?.supported) return;
-  const inspected = [...process.execArgv, env.NODE_OPTIONS ?? ''].some((a) => /--inspect|--debug/.test(a));
+  const nodeOptions = [...process.execArgv, env.NODE_OPTIONS ?? ''];
+  const inspected = nodeOptions.some((a) => /--inspect|--debug/.test(a));
+  const sampled = nodeOptions.some((a) => /(^|\s)--(cpu-prof|prof)(?=\s|=|$)/.test(a));
   // valgrind runs the program on its own synthetic CPU and does not follow an exec unless told to: the
   // restarted relay would run outside it (its preload in LD_PRELOAD says it is there)
   const underValgrind = env.LD_PRELOAD?.includes('vgpreload') === true;
-  if (!inspected && !underValgrind) {
+  if (!inspected && !underValgrind && !sampled) {
     env.MALLOC_ARENA_MAX = String(MALLOC_ARENAS);
     native.exec(process.execPath, commandLine());
     delete env.MALLOC_ARENA_MAX; // (still here: the exec failed)

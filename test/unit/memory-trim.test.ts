@@ -219,12 +219,22 @@ describe('restart with few malloc arenas', () => {
     expect(() => restartWithFewArenas({}, null)).not.toThrow(); // the addon not built
   });
 
-  it('under an inspector or valgrind it does not exec (either would lose the process), and caps the arenas from here on', () => {
-    for (const env of [{ NODE_OPTIONS: '--inspect=0' }, { LD_PRELOAD: '/usr/libexec/valgrind/vgpreload_core-amd64-linux.so' }]) {
+  it('under an inspector, valgrind or a sampling CPU profiler it does not exec (each would lose the process), and caps the arenas from here on', () => {
+    const envs = [
+      { NODE_OPTIONS: '--inspect=0' },
+      { LD_PRELOAD: '/usr/libexec/valgrind/vgpreload_core-amd64-linux.so' },
+      { NODE_OPTIONS: '--max-old-space-size=512 --cpu-prof' },
+      { NODE_OPTIONS: '--prof --max-old-space-size=512' },
+    ];
+    for (const env of envs) {
       const f = fake();
       restartWithFewArenas(env, f.native);
       expect(f.calls).toEqual([`limit ${MALLOC_ARENAS}`]);
     }
+    // a flag that only looks alike is no profiler
+    const f = fake();
+    restartWithFewArenas({ NODE_OPTIONS: '--cpu-prof-dir=/tmp/p --heap-prof' }, f.native);
+    expect(f.calls[0]).toMatch(/^exec /);
   });
 
   it('the built addon caps the arenas (glibc) and refuses a bad count', () => {
