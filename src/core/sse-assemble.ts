@@ -33,9 +33,18 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** The event's data as a JSON object, or undefined (`[DONE]`, bad JSON, a scalar). */
+/**
+ * The event's data as a JSON object, or undefined (`[DONE]`, bad JSON, a scalar). Data that does not open
+ * with `{` is no object and is not parsed: a `JSON.parse` that fails builds a SyntaxError with its stack,
+ * ~7 µs for the `[DONE]` that ends every OpenAI stream, as much as parsing ten of its chunks.
+ */
 function eventJson(event: SseEvent): Json | undefined {
-  return obj(parseJson(event.data));
+  const data = event.data;
+  let i = 0;
+  let c = data.charCodeAt(0);
+  // (JSON's whitespace: space, tab, LF, CR)
+  while (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) c = data.charCodeAt(++i);
+  return c === 0x7b /* { */ ? obj(parseJson(data)) : undefined;
 }
 
 /** Anthropic and the responses API name each event twice (event line and data `type`); either will do. */

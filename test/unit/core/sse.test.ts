@@ -1,5 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { assembleStream, parseSse, readStream, sseOutcome } from '../../../src/core/sse.js';
+import { typedEvents } from '../../../src/core/sse-assemble.js';
 
 /** An SSE text as the provider writes it: one `data:` line per event, a blank line after each. */
 function openAiSse(chunks: unknown[], done = true): string {
@@ -99,6 +101,32 @@ describe('parseSse', () => {
 
   it('returns nothing for an empty text', () => {
     expect(parseSse('')).toEqual([]);
+  });
+});
+
+describe('typedEvents', () => {
+  it("reads an event's data as JSON.parse would, keeping objects only (and parses nothing that cannot be one)", () => {
+    const reference = (data: string): unknown => {
+      try {
+        const v: unknown = JSON.parse(data);
+        return typeof v === 'object' && v !== null && !Array.isArray(v) ? v : undefined;
+      } catch {
+        return undefined;
+      }
+    };
+    const space = fc.stringMatching(/^[ \t\r\n]{0,3}$/);
+    const data = fc.oneof(
+      fc.json(),
+      fc.string(),
+      fc.tuple(space, fc.json(), space).map(([a, j, b]) => a + j + b),
+      fc.constantFrom('[DONE]', ' [DONE]', '{', '{"a":1', '\t{"a":[1]}\r', '\u00a0{"a":1}', 'null', '[{"a":1}]'),
+    );
+    fc.assert(
+      fc.property(data, (d) => {
+        expect(typedEvents([{ data: d }])[0]!.data).toEqual(reference(d));
+      }),
+      { numRuns: 500 },
+    );
   });
 });
 
