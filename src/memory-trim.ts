@@ -80,10 +80,17 @@ export function commandLine(): string[] {
  * addon or glibc, under an inspector (a debugger would lose the process it attached to), valgrind (which would
  * run only the first image) or a sampling CPU profiler (`--cpu-prof`, `--prof`: its SIGPROF, sent by a thread
  * the exec ends, can still be pending, and an exec keeps pending signals but not their handlers, so the new image
- * would die of it before its own profiler starts: seen in 2 starts of 6); then, or when the exec fails, it
- * returns and the cap applies to the threads started from now on.
+ * would die of it before its own profiler starts: seen in 2 starts of 6), or with an IPC channel to its parent
+ * (`child_process.fork`, process managers, cluster workers: the channel's fd is close-on-exec, so the parent would
+ * see it disconnect while the new image took NODE_CHANNEL_FD for whatever fd came to have that number); then, or
+ * when the exec fails, it returns and the cap applies to the threads started from now on.
  */
-export function restartWithFewArenas(env: NodeJS.ProcessEnv = process.env, native: Binding | null = loadTrimBinding() ?? null): void {
+export function restartWithFewArenas(
+  env: NodeJS.ProcessEnv = process.env,
+  native: Binding | null = loadTrimBinding() ?? null,
+  // (Node takes NODE_CHANNEL_FD out of the environment once the channel is set up: the channel itself tells)
+  ipcChannel: boolean = process.channel !== undefined,
+): void {
   if (env.MALLOC_ARENA_MAX !== undefined || env.GLIBC_TUNABLES?.includes('glibc.malloc.arena_max')) return;
   if (!native?.supported) return;
   const nodeOptions = [...process.execArgv, env.NODE_OPTIONS ?? ''];
@@ -92,7 +99,7 @@ export function restartWithFewArenas(env: NodeJS.ProcessEnv = process.env, nativ
   // valgrind runs the program on its own synthetic CPU and does not follow an exec unless told to: the
   // restarted relay would run outside it (its preload in LD_PRELOAD says it is there)
   const underValgrind = env.LD_PRELOAD?.includes('vgpreload') === true;
-  if (!inspected && !underValgrind && !sampled) {
+  if (!inspected && !underValgrind && !sampled && !ipcChannel) {
     env.MALLOC_ARENA_MAX = String(MALLOC_ARENAS);
     native.exec(process.execPath, commandLine());
     delete env.MALLOC_ARENA_MAX; // (still here: the exec failed)

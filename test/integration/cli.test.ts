@@ -1,5 +1,5 @@
 // The built command as users run it.
-import { execFile, spawn } from 'node:child_process';
+import { execFile, fork, spawn } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -146,5 +146,26 @@ describe('few malloc arenas (memory-trim.ts, restartWithFewArenas)', () => {
     await relay.exited;
     expect(env).toContain('MALLOC_ARENA_MAX=16');
     expect(env).not.toContain('MALLOC_ARENA_MAX=3');
+  });
+
+  it('a relay forked with an IPC channel (a process manager, cluster) is not restarted, and its channel stays up', async () => {
+    const { tempDir } = await import('../helpers/relay.js');
+    const child = fork(CLI, [], {
+      env: { PATH: process.env.PATH ?? '', PORT: '0', RELAY_LOG_LEVEL: 'info', RELAY_DATA_DIR: await tempDir(), RELAY_CACHE_URL: 'memory' },
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+    let disconnected = false;
+    child.on('disconnect', () => (disconnected = true));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    await expect.poll(() => /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)?.[1], { timeout: 20_000 }).toBeDefined();
+    const port = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1];
+    expect(await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()).toEqual({ status: 'ok' });
+    expect(await procList(child.pid!, 'environ')).not.toContain('MALLOC_ARENA_MAX=3');
+    expect(disconnected).toBe(false);
+    expect(child.connected).toBe(true);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
   });
 });

@@ -196,13 +196,14 @@ describe('restart with few malloc arenas', () => {
     const f = fake();
     const env: NodeJS.ProcessEnv = {};
     // (the variable is set on the env given; process.env is what the exec passes on in the relay)
-    restartWithFewArenas(env, {
+    const native = {
       ...f.native,
-      exec: (path, argv) => {
+      exec: (path: string, argv: string[]) => {
         expect(env.MALLOC_ARENA_MAX).toBe(String(MALLOC_ARENAS));
         return f.native.exec(path, argv);
       },
-    });
+    };
+    restartWithFewArenas(env, native, false);
     expect(f.calls).toEqual([`exec ${process.execPath} ${commandLine().join(' ')}`, `limit ${MALLOC_ARENAS}`]);
     expect(env.MALLOC_ARENA_MAX).toBeUndefined();
   });
@@ -219,7 +220,7 @@ describe('restart with few malloc arenas', () => {
     expect(() => restartWithFewArenas({}, null)).not.toThrow(); // the addon not built
   });
 
-  it('under an inspector, valgrind or a sampling CPU profiler it does not exec (each would lose the process), and caps the arenas from here on', () => {
+  it('under an inspector, valgrind or a sampling CPU profiler, or with an IPC channel, it does not exec (each would lose the process or its channel), and caps the arenas from here on', () => {
     const envs = [
       { NODE_OPTIONS: '--inspect=0' },
       { LD_PRELOAD: '/usr/libexec/valgrind/vgpreload_core-amd64-linux.so' },
@@ -228,12 +229,16 @@ describe('restart with few malloc arenas', () => {
     ];
     for (const env of envs) {
       const f = fake();
-      restartWithFewArenas(env, f.native);
+      restartWithFewArenas(env, f.native, false);
       expect(f.calls).toEqual([`limit ${MALLOC_ARENAS}`]);
     }
+    // started with an IPC channel (child_process.fork): the channel's fd would not survive the exec
+    const forked = fake();
+    restartWithFewArenas({}, forked.native, true);
+    expect(forked.calls).toEqual([`limit ${MALLOC_ARENAS}`]);
     // a flag that only looks alike is no profiler
     const f = fake();
-    restartWithFewArenas({ NODE_OPTIONS: '--cpu-prof-dir=/tmp/p --heap-prof' }, f.native);
+    restartWithFewArenas({ NODE_OPTIONS: '--cpu-prof-dir=/tmp/p --heap-prof' }, f.native, false);
     expect(f.calls[0]).toMatch(/^exec /);
   });
 
