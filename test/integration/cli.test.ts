@@ -159,13 +159,17 @@ describe('few malloc arenas (memory-trim.ts, restartWithFewArenas)', () => {
     let disconnected = false;
     child.on('disconnect', () => (disconnected = true));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    await expect.poll(() => /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)?.[1], { timeout: 20_000 }).toBeDefined();
-    const port = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1];
-    expect(await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()).toEqual({ status: 'ok' });
-    expect(await procList(child.pid!, 'environ')).not.toContain('MALLOC_ARENA_MAX=3');
-    expect(disconnected).toBe(false);
-    expect(child.connected).toBe(true);
-    child.kill('SIGTERM');
-    expect(await exited).toBe(0);
+    try {
+      await expect.poll(() => /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)?.[1], { timeout: 20_000 }).toBeDefined();
+      const port = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1];
+      expect(await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()).toEqual({ status: 'ok' });
+      expect(await procList(child.pid!, 'environ')).not.toContain('MALLOC_ARENA_MAX=3');
+      expect(disconnected).toBe(false);
+      expect(child.connected).toBe(true);
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL'); // (a failed assertion must not leave the relay running)
+    }
   });
 });
