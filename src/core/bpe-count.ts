@@ -7,14 +7,16 @@
 // and the merge (the lowest rank first, the leftmost of equals) are gpt-tokenizer's countTokens step by
 // step, so the counts are the same (a property test compares them on random texts); a text holding one of
 // the encoding's special tokens throws, as countTokens does.
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 export type Encoding = 'o200k_base' | 'cl100k_base';
 
+export const ENCODINGS: readonly Encoding[] = ['o200k_base', 'cl100k_base'];
+
 const require = createRequire(import.meta.url);
 
-interface Ranks {
+export interface Ranks {
   /** every token's bytes, end to end, in the order of the rank file */
   bytes: Uint8Array;
   /** where token r starts in `bytes`, and how long it is */
@@ -99,6 +101,91 @@ function forEachLine(file: Uint8Array, visit: (at: number, space: number, rank: 
   }
 }
 
+// ── The tables as one file, written by the build (build-ranks.ts) ──
+// Parsing the rank file takes ~140 ms of the report worker's CPU at its first stream without usage (again
+// after every idle stop), and its 3.6 MB of base64 text pass through memory on the way. The build writes the
+// tables as they lie in memory instead; loading them is one read whose buffer the tables are views of. The
+// file is checked against what it was made from (the rank file's size and gpt-tokenizer's version): anything
+// else, and the rank file is parsed as before. Little-endian, as every platform Node runs the relay on.
+
+/** 'BPER' */
+const MAGIC = 0x52455042;
+const FORMAT = 1;
+const HEADER_WORDS = 8;
+
+/** gpt-tokenizer's copy of OpenAI's rank file (the same ranks as its JS tables, which would be a module of 200,000 strings on the heap for good). */
+export function rankFile(encoding: Encoding): string {
+  return require.resolve(`gpt-tokenizer/data/${encoding}.tiktoken`);
+}
+
+/** What a tables file must have been made from: the rank file's size and gpt-tokenizer's version, hashed. */
+function sourceStamp(encoding: Encoding): [size: number, version: number] {
+  const version = (require('gpt-tokenizer/package.json') as { version: string }).version;
+  const v = new TextEncoder().encode(version);
+  return [statSync(rankFile(encoding)).size, hashOf(v, 0, v.length)];
+}
+
+/** Where the build puts the tables: dist/ranks beside the compiled code (under vitest, src/ranks: none). */
+export function tablesFile(encoding: Encoding): URL {
+  return new URL(`../ranks/${encoding}.bin`, import.meta.url);
+}
+
+/** The tables as one buffer: a header, then starts, table, lengths and bytes, each 4-byte aligned. */
+export function packRanks(encoding: Encoding, ranks: Ranks): Buffer {
+  const n = ranks.starts.length;
+  const parts = [ranks.starts, ranks.table, ranks.lengths, ranks.bytes];
+  const padded = (len: number): number => (len + 3) & ~3;
+  const size = HEADER_WORDS * 4 + parts.reduce((sum, p) => sum + padded(p.byteLength), 0);
+  const out = Buffer.alloc(size);
+  const [sourceSize, version] = sourceStamp(encoding);
+  const header = new Uint32Array(out.buffer, out.byteOffset, HEADER_WORDS);
+  header.set([MAGIC, FORMAT, n, ranks.table.length, ranks.bytes.length, sourceSize, version, 0]);
+  let at = HEADER_WORDS * 4;
+  for (const p of parts) {
+    out.set(new Uint8Array(p.buffer, p.byteOffset, p.byteLength), at);
+    at += padded(p.byteLength);
+  }
+  return out;
+}
+
+/** The tables from a file packRanks wrote, or undefined when it is not one for this encoding's ranks. */
+export function unpackRanks(encoding: Encoding, file: Uint8Array): Ranks | undefined {
+  if (file.byteLength < HEADER_WORDS * 4 || file.byteOffset % 4 !== 0) return undefined;
+  const [magic, format, n, tableSize, bytesLength, sourceSize, version] = new Uint32Array(file.buffer, file.byteOffset, HEADER_WORDS);
+  const [expectSize, expectVersion] = sourceStamp(encoding);
+  if (magic !== MAGIC || format !== FORMAT || sourceSize !== expectSize || version !== expectVersion) return undefined;
+  const padded = (len: number): number => (len + 3) & ~3;
+  let at = file.byteOffset + HEADER_WORDS * 4;
+  const take = (bytes: number): number => {
+    const from = at;
+    at += padded(bytes);
+    return from;
+  };
+  const startsAt = take(n! * 4);
+  const tableAt = take(tableSize! * 4);
+  const lengthsAt = take(n! * 2);
+  const bytesAt = take(bytesLength!);
+  if (at - file.byteOffset !== file.byteLength || tableSize === 0 || (tableSize! & (tableSize! - 1)) !== 0) return undefined;
+  return {
+    starts: new Uint32Array(file.buffer, startsAt, n),
+    table: new Int32Array(file.buffer, tableAt, tableSize),
+    lengths: new Uint16Array(file.buffer, lengthsAt, n),
+    bytes: new Uint8Array(file.buffer, bytesAt, bytesLength),
+    mask: tableSize! - 1,
+  };
+}
+
+/** The encoding's tables: the build's file when it is there and current, else parsed from the rank file. */
+export function loadRanks(encoding: Encoding, tables: URL = tablesFile(encoding)): Ranks {
+  let file: Buffer | undefined;
+  try {
+    file = readFileSync(tables);
+  } catch {
+    file = undefined; // not built (a run from src/), or not readable: parsed below
+  }
+  return (file && unpackRanks(encoding, file)) ?? readTiktoken(readFileSync(rankFile(encoding)));
+}
+
 /** The rank of bytes[from..to), or NONE. */
 function rankOf(ranks: Ranks, piece: Uint8Array, from: number, to: number): number {
   const { bytes, starts, lengths, table, mask } = ranks;
@@ -134,9 +221,7 @@ function escapeRegExp(s: string): string {
 
 /** Builds the counter of an encoding (synchronously: reports are derived synchronously). */
 export function createBpeCounter(encoding: Encoding): BpeCounter {
-  // gpt-tokenizer's copy of OpenAI's rank file (the same ranks as its JS tables, which would be a module of
-  // 200,000 strings on the heap for good)
-  const ranks = readTiktoken(readFileSync(require.resolve(`gpt-tokenizer/data/${encoding}.tiktoken`)));
+  const ranks = loadRanks(encoding);
   const constants = require('gpt-tokenizer/cjs/encodingParams/constants') as Record<string, RegExp>;
   const split = new RegExp(constants[PARAMS[encoding].regex]!.source, 'gu');
   const params = require(`gpt-tokenizer/cjs/encodingParams/${encoding}`) as Record<string, (r: unknown) => { specialTokensEncoder: Map<string, number> }>;

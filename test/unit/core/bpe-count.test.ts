@@ -1,10 +1,14 @@
 // The relay's own BPE counter gives gpt-tokenizer's countTokens to the token, on both encodings: random
 // texts of every kind (ASCII, words, unicode with lone surrogates and combining marks, numbers, whitespace
 // runs, contractions), fixed samples, and a special token throws as it does there.
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
-import { type Encoding, createBpeCounter } from '../../../src/core/bpe-count.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type Encoding, type Ranks, createBpeCounter, loadRanks, packRanks, rankFile, readTiktoken, unpackRanks } from '../../../src/core/bpe-count.js';
 
 const require = createRequire(import.meta.url);
 const ENCODINGS: Encoding[] = ['o200k_base', 'cl100k_base'];
@@ -76,5 +80,55 @@ describe.each(ENCODINGS)('BPE counter (%s)', (encoding) => {
 
   it('throws on a special token, as countTokens does', () => {
     expect(() => counter.count('a <|endoftext|> b')).toThrow('Disallowed special token found: <|endoftext|>');
+  });
+});
+
+describe.each(ENCODINGS)('the rank tables file the build writes (%s)', (encoding) => {
+  const parsed = readTiktoken(readFileSync(rankFile(encoding)));
+  const bytesOf = (a: ArrayBufferView): Buffer => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+  const sameTables = (a: Ranks, b: Ranks): boolean =>
+    a.mask === b.mask && (['bytes', 'starts', 'lengths', 'table'] as const).every((k) => bytesOf(a[k]).equals(bytesOf(b[k])));
+  const dir = mkdtempSync(join(tmpdir(), 'relay-ranks-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('holds exactly the parsed tables, and loadRanks takes them from it (views of the one buffer read)', () => {
+    // (npm test builds first: dist/ranks is the build's)
+    const built = new URL(`../../../dist/ranks/${encoding}.bin`, import.meta.url);
+    const file = readFileSync(built);
+    expect(sameTables(unpackRanks(encoding, file)!, parsed)).toBe(true);
+    const loaded = loadRanks(encoding, built);
+    expect(sameTables(loaded, parsed)).toBe(true);
+    expect(loaded.starts.buffer).toBe(loaded.bytes.buffer);
+    expect(loaded.bytes.buffer.byteLength).toBe(file.byteLength);
+  });
+
+  it('a file made from other ranks, of another format, cut short or missing is not used: the rank file is parsed', () => {
+    const good = packRanks(encoding, parsed);
+    const other = encoding === 'o200k_base' ? 'cl100k_base' : 'o200k_base';
+    const withWord = (index: number, value: number): Buffer => {
+      const copy = Buffer.from(good);
+      copy.writeUInt32LE(value, index * 4);
+      return copy;
+    };
+    const files: Record<string, Buffer> = {
+      magic: withWord(0, 0x12345678),
+      format: withWord(1, 2),
+      'rank file size': withWord(5, statSync(rankFile(encoding)).size + 1),
+      "gpt-tokenizer's version": withWord(6, (good.readUInt32LE(24) ^ 1) >>> 0),
+      'cut short': good.subarray(0, good.length - 8),
+      'one word too many': Buffer.concat([good, Buffer.alloc(4)]),
+      "the other encoding's": packRanks(other, readTiktoken(readFileSync(rankFile(other)))),
+      empty: Buffer.alloc(0),
+    };
+    for (const [name, bytes] of Object.entries(files)) {
+      const file = join(dir, `${name}.bin`);
+      writeFileSync(file, bytes);
+      expect(unpackRanks(encoding, readFileSync(file)), name).toBeUndefined();
+      const loaded = loadRanks(encoding, pathToFileURL(file));
+      expect(sameTables(loaded, parsed), name).toBe(true);
+      expect(loaded.starts.buffer, name).not.toBe(loaded.bytes.buffer);
+    }
+    const missing = loadRanks(encoding, pathToFileURL(join(dir, 'none.bin')));
+    expect(sameTables(missing, parsed)).toBe(true);
   });
 });
