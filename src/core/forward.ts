@@ -15,7 +15,7 @@ import { type Base, ClientGone, type ProxyRequest, type ProxyResponse } from './
 import { clientResponseHeaders, isJsonMediaType, one, upstreamRequestHeaders } from './proxy-headers.js';
 import type { CacheStatus, Outcome } from './proxy-report.js';
 import type { Target } from './routing.js';
-import { parseSse, sseOutcome } from './sse.js';
+import { mayReportError, parseSse, sseOutcome } from './sse.js';
 import type { Telemetry } from './telemetry.js';
 import { type ExchangeTracing, epochMs } from './trace-facts.js';
 
@@ -49,11 +49,11 @@ function replayHeaders(headers: IncomingHttpHeaders): Record<string, string> {
 }
 
 /**
- * Whether a complete stream reports an error (then it is not stored). Most streams never contain the word:
- * only those that do are parsed to find out.
+ * Whether a complete stream reports an error (then it is not stored). Most streams hold no sign of one (an
+ * answer that talks about errors holds the word, not the signs): only those that do are parsed to find out.
  */
 function streamReportsError(text: string): boolean {
-  return text.includes('error') && sseOutcome(parseSse(text)).error;
+  return mayReportError(text) && sseOutcome(parseSse(text)).error;
 }
 
 const NO_BODY_METHODS = new Set(['GET', 'HEAD']);

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { assembleStream, parseSse, readStream, sseOutcome } from '../../../src/core/sse.js';
+import { assembleStream, mayReportError, parseSse, readStream, sseOutcome } from '../../../src/core/sse.js';
 import { typedEvents } from '../../../src/core/sse-assemble.js';
 
 /** An SSE text as the provider writes it: one `data:` line per event, a blank line after each. */
@@ -127,6 +127,48 @@ describe('typedEvents', () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('mayReportError', () => {
+  // events of every kind the providers send, errors among them, with prose that talks about errors
+  const prose = fc.oneof(fc.string(), fc.constantFrom('the error is on line 3', 'an "error" key', 'event: error', 'Error:\n', 'response.failed?', '\\"error\\"'));
+  const data = fc.oneof(
+    prose.map((content) => ({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content } }] })),
+    prose.map((message) => ({ error: { message, type: 'server_error', code: null } })),
+    fc.constantFrom('error', 'response.failed', 'response.completed', 'message_stop', 'content_block_delta').map((type) => ({ type })),
+    prose.map((text) => ({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } })),
+    fc.constant('[DONE]'),
+  );
+  const event = fc.record({
+    name: fc.option(fc.constantFrom('error', 'response.failed', 'message_stop', 'ping', 'errors'), { nil: undefined }),
+    data,
+    space: fc.boolean(),
+  });
+  const stream = fc.tuple(fc.array(event, { maxLength: 6 }), fc.constantFrom('\n', '\r\n', '\r')).map(([events, nl]) =>
+    events
+      .map(({ name, data: d, space }) => {
+        const sep = space ? ': ' : ':';
+        return `${name === undefined ? '' : `event${sep}${name}${nl}`}data${sep}${typeof d === 'string' ? d : JSON.stringify(d)}${nl}${nl}`;
+      })
+      .join(''),
+  );
+
+  it('is true of every stream sseOutcome finds an error in', () => {
+    fc.assert(
+      fc.property(stream, (text) => {
+        if (sseOutcome(parseSse(text)).error) expect(mayReportError(text)).toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('is false of an answer that only talks about errors, so it is not parsed again', () => {
+    const chunk = (content: string) => ({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content } }] });
+    const text = openAiSse([chunk('The "error" says: event: error\n'), chunk('TypeError: x is undefined (response.failed? no)'.replace('response.failed', 'response failed'))]);
+    expect(text).toContain('error');
+    expect(mayReportError(text)).toBe(false);
+    expect(sseOutcome(parseSse(text)).error).toBe(false);
   });
 });
 
