@@ -8,10 +8,9 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type Encoding, type Ranks, createBpeCounter, loadRanks, packRanks, rankFile, readTiktoken, unpackRanks } from '../../../src/core/bpe-count.js';
+import { ENCODINGS, type Encoding, type Ranks, createBpeCounter, loadRanks, packRanks, rankFile, readTiktoken, unpackRanks } from '../../../src/core/bpe-count.js';
 
 const require = createRequire(import.meta.url);
-const ENCODINGS: Encoding[] = ['o200k_base', 'cl100k_base'];
 
 const pieces = fc.constantFrom(
   'the', ' the', 'The', ' quick', 'brown', ' fox', "'s", "'LL", "'re", ' naïve', ' café', '日本語', 'Привет', ' مرحبا',
