@@ -112,6 +112,8 @@ function forEachLine(file: Uint8Array, visit: (at: number, space: number, rank: 
 const MAGIC = 0x52455042;
 const FORMAT = 1;
 const HEADER_WORDS = 8;
+/** A section's length in the file: each starts 4-byte aligned. */
+const padded = (len: number): number => (len + 3) & ~3;
 
 /** gpt-tokenizer's copy of OpenAI's rank file (the same ranks as its JS tables, which would be a module of 200,000 strings on the heap for good). */
 export function rankFile(encoding: Encoding): string {
@@ -134,7 +136,6 @@ export function tablesFile(encoding: Encoding): URL {
 export function packRanks(encoding: Encoding, ranks: Ranks): Buffer {
   const n = ranks.starts.length;
   const parts = [ranks.starts, ranks.table, ranks.lengths, ranks.bytes];
-  const padded = (len: number): number => (len + 3) & ~3;
   const size = HEADER_WORDS * 4 + parts.reduce((sum, p) => sum + padded(p.byteLength), 0);
   const out = Buffer.alloc(size);
   const [sourceSize, version] = sourceStamp(encoding);
@@ -154,7 +155,6 @@ export function unpackRanks(encoding: Encoding, file: Uint8Array): Ranks | undef
   const [magic, format, n, tableSize, bytesLength, sourceSize, version] = new Uint32Array(file.buffer, file.byteOffset, HEADER_WORDS);
   const [expectSize, expectVersion] = sourceStamp(encoding);
   if (magic !== MAGIC || format !== FORMAT || sourceSize !== expectSize || version !== expectVersion) return undefined;
-  const padded = (len: number): number => (len + 3) & ~3;
   let at = file.byteOffset + HEADER_WORDS * 4;
   const take = (bytes: number): number => {
     const from = at;

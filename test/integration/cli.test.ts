@@ -160,8 +160,9 @@ describe('few malloc arenas (memory-trim.ts, restartWithFewArenas)', () => {
     child.on('disconnect', () => (disconnected = true));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     try {
-      await expect.poll(() => /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)?.[1], { timeout: 20_000 }).toBeDefined();
-      const port = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1];
+      const portOf = () => /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)?.[1];
+      await expect.poll(portOf, { timeout: 20_000 }).toBeDefined();
+      const port = portOf();
       expect(await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()).toEqual({ status: 'ok' });
       expect(await procList(child.pid!, 'environ')).not.toContain('MALLOC_ARENA_MAX=3');
       expect(disconnected).toBe(false);
