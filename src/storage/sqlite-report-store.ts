@@ -8,7 +8,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import { StoreUnavailableError } from '../errors.js';
-import { COMPRESS_FROM, type Hash, packBlob, unpackBlob } from './body-codec.js';
+import { type Hash, keptRaw, packBlob, unpackBlob } from './body-codec.js';
 import { type BlobMap, type BodyRow, type PlannedReport, createBodyKeeper, restoreReports, sweepBefore } from './body-store.js';
 import { makePrivateDir, preparePrivateFile, sqliteCompanions } from './private-files.js';
 import { requestTimeMs } from './report-cursor.js';
@@ -294,7 +294,7 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
     for (const w of writes) {
       // A blob kept as it is needs no work before its insert: one statement, whether it is new or not. One
       // that would be compressed is looked for first, so a blob stored already is not compressed again.
-      if (w.blob.bytes.length < COMPRESS_FROM) upsertBody.run(w.blob.hash, w.ms, packBlob(w.blob.bytes));
+      if (keptRaw(w.blob.bytes)) upsertBody.run(w.blob.hash, w.ms, packBlob(w.blob.bytes));
       else if (touchBody.run(w.ms, w.blob.hash).changes === 0) insertBody.run(w.blob.hash, w.ms, packBlob(w.blob.bytes));
     }
     return writes;
