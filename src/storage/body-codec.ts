@@ -170,11 +170,15 @@ export function childrenOf(bytes: Buffer): Hash[] {
   return out;
 }
 
-function skeletonParts(bytes: Buffer): { header: Header; skeleton: string; hashesAt: number } {
+function skeletonHeader(bytes: Buffer): { header: Header; headerLength: number; hashesAt: number } {
   const headerLength = bytes.readUInt32BE(1);
   const header = JSON.parse(bytes.toString('utf8', 5, 5 + headerLength)) as Header;
   const count = (header.m ?? 0) + (header.mi?.length ?? 0) + (header.s ?? 0) + (header.c?.length ?? 0);
-  const hashesAt = bytes.length - count * HASH_BYTES;
+  return { header, headerLength, hashesAt: bytes.length - count * HASH_BYTES };
+}
+
+function skeletonParts(bytes: Buffer): { header: Header; skeleton: string; hashesAt: number } {
+  const { header, headerLength, hashesAt } = skeletonHeader(bytes);
   return { header, skeleton: bytes.toString('utf8', 5 + headerLength, hashesAt), hashesAt };
 }
 
@@ -186,7 +190,7 @@ function skeletonParts(bytes: Buffer): { header: Header; skeleton: string; hashe
  */
 export function keptRaw(bytes: Buffer): boolean {
   if (bytes.length < COMPRESS_FROM) return true;
-  return bytes[0] === SKELETON && skeletonParts(bytes).hashesAt < COMPRESS_FROM;
+  return bytes[0] === SKELETON && skeletonHeader(bytes).hashesAt < COMPRESS_FROM;
 }
 
 export class MissingBlobError extends Error {
