@@ -1,8 +1,9 @@
 // How a report body becomes content-addressed blobs and back. A body is one blob, its sha256 the address;
-// a chat-style request (an object with a `messages` array, and Anthropic's `system`) and a chat answer
-// (`choices[i].message`) are split so that each message (of 64 bytes or more) is a blob of its own, and the
-// body's blob is a small skeleton naming them: a conversation's next turn adds only its new messages, and a
-// message sent again (the same bytes) is the same blob. The skeleton is the body's JSON with each split value 0,
+// a chat-style request (an object with a `messages` array, and Anthropic's `system`; the Responses API's
+// `input` items and `instructions`; an agent's `tools`) and an answer (`choices[i].message`, the Responses
+// API's `output` items) are split so that each message or item (of 64 bytes or more), and the tools as one
+// value, is a blob of its own, and the body's blob is a small skeleton naming them: a conversation's next
+// turn adds only its new messages, and a message sent again (the same bytes) is the same blob. The skeleton is the body's JSON with each split value 0,
 // so keys keep their order and odd keys (`__proto__`) their place; where the split values go is written
 // beside it, never guessed from the text (a body may hold a 0 of its own).
 //
@@ -30,14 +31,22 @@ export interface SplitBody {
 }
 
 /**
- * Where the split values of a skeleton were: every `messages[i]` (m: their count) or those listed (mi),
- * `system`, and `choices[i].message` for i in `c`.
+ * Where the split values of a skeleton were, in the order their hashes follow it: every `messages[i]` (m:
+ * their count) or those listed (mi), `system`, `choices[i].message` for i in `c`; then (the Responses API's
+ * and agents') every `input[i]` (i) or those listed (ii), `instructions` (n), every `output[i]` (o) or
+ * those listed (oi), and `tools` (t) as one value.
  */
 interface Header {
   m?: number;
   mi?: number[];
   s?: 1;
   c?: number[];
+  i?: number;
+  ii?: number[];
+  n?: 1;
+  o?: number;
+  oi?: number[];
+  t?: 1;
 }
 
 const WHOLE = 0x4a; // 'J'
@@ -94,6 +103,7 @@ function own(o: object, key: string): boolean {
  */
 export function splitBody(body: unknown): SplitBody {
   if (!isObject(body)) return whole(body);
+  const obj = body;
   const children: Blob[] = [];
   const header: Header = {};
   let top: Record<string, unknown> | undefined;
@@ -106,28 +116,34 @@ export function splitBody(body: unknown): SplitBody {
     children.push(blob);
     return true;
   };
-
-  const messages = own(body, 'messages') ? body['messages'] : undefined;
-  if (Array.isArray(messages) && messages.length > 0) {
+  /** Each item of the array at `key` that is long enough becomes a blob: the indexes of those that did. */
+  const items = (key: string): { split: number[]; all: boolean } | undefined => {
+    const list = own(obj, key) ? obj[key] : undefined;
+    if (!Array.isArray(list)) return undefined;
     let copy: unknown[] | undefined;
     const split: number[] = [];
-    for (let i = 0; i < messages.length; i++) {
-      if (!part(messages[i])) continue;
+    for (let i = 0; i < list.length; i++) {
+      if (!part(list[i])) continue;
       split.push(i);
-      (copy ??= messages.slice())[i] = 0;
+      (copy ??= list.slice())[i] = 0;
     }
-    if (copy) {
-      if (split.length === messages.length) header.m = split.length;
-      else header.mi = split;
-      (top ??= { ...body })['messages'] = copy;
-    }
-  }
-  const system = own(body, 'system') ? body['system'] : undefined;
-  if ((typeof system === 'string' || Array.isArray(system)) && part(system)) {
-    header.s = 1;
-    (top ??= { ...body })['system'] = 0;
-  }
-  const choices = own(body, 'choices') ? body['choices'] : undefined;
+    if (!copy) return undefined;
+    (top ??= { ...obj })[key] = copy;
+    return { split, all: split.length === list.length };
+  };
+  /** The value at `key`, when `kind` holds and it is long enough, becomes one blob. */
+  const value = (key: string, kind: (v: unknown) => boolean): boolean => {
+    const v = own(obj, key) ? obj[key] : undefined;
+    if (!kind(v) || !part(v)) return false;
+    (top ??= { ...obj })[key] = 0;
+    return true;
+  };
+
+  const messages = items('messages');
+  if (messages?.all) header.m = messages.split.length;
+  else if (messages) header.mi = messages.split;
+  if (value('system', (v) => typeof v === 'string' || Array.isArray(v))) header.s = 1;
+  const choices = own(obj, 'choices') ? obj['choices'] : undefined;
   if (Array.isArray(choices)) {
     let copy: unknown[] | undefined;
     const c: number[] = [];
@@ -138,9 +154,17 @@ export function splitBody(body: unknown): SplitBody {
     });
     if (copy) {
       header.c = c;
-      (top ??= { ...body })['choices'] = copy;
+      (top ??= { ...obj })['choices'] = copy;
     }
   }
+  const input = items('input');
+  if (input?.all) header.i = input.split.length;
+  else if (input) header.ii = input.split;
+  if (value('instructions', (v) => typeof v === 'string')) header.n = 1;
+  const output = items('output');
+  if (output?.all) header.o = output.split.length;
+  else if (output) header.oi = output.split;
+  if (value('tools', Array.isArray)) header.t = 1;
   if (!top) return whole(body);
 
   const skeleton = JSON.stringify(top);
@@ -173,7 +197,9 @@ export function childrenOf(bytes: Buffer): Hash[] {
 function skeletonHeader(bytes: Buffer): { header: Header; headerLength: number; hashesAt: number } {
   const headerLength = bytes.readUInt32BE(1);
   const header = JSON.parse(bytes.toString('utf8', 5, 5 + headerLength)) as Header;
-  const count = (header.m ?? 0) + (header.mi?.length ?? 0) + (header.s ?? 0) + (header.c?.length ?? 0);
+  const count =
+    (header.m ?? 0) + (header.mi?.length ?? 0) + (header.s ?? 0) + (header.c?.length ?? 0) + (header.i ?? 0) +
+    (header.ii?.length ?? 0) + (header.n ?? 0) + (header.o ?? 0) + (header.oi?.length ?? 0) + (header.t ?? 0);
   return { header, headerLength, hashesAt: bytes.length - count * HASH_BYTES };
 }
 
@@ -218,16 +244,18 @@ export function assembleBody(root: Hash, blob: (hash: Hash) => Buffer | undefine
     return JSON.parse(child.toString('utf8', 1));
   };
   // Assignments to keys the skeleton already has keep their places in the key order.
-  if (header.m !== undefined) {
-    const messages = body['messages'] as unknown[];
-    for (let i = 0; i < header.m; i++) messages[i] = next();
-  }
-  if (header.mi !== undefined) {
-    const messages = body['messages'] as unknown[];
-    for (const i of header.mi) messages[i] = next();
-  }
+  const items = (key: string, all: number | undefined, some: number[] | undefined): void => {
+    const list = body[key] as unknown[];
+    if (all !== undefined) for (let i = 0; i < all; i++) list[i] = next();
+    for (const i of some ?? []) list[i] = next();
+  };
+  items('messages', header.m, header.mi);
   if (header.s === 1) body['system'] = next();
   for (const i of header.c ?? []) (((body['choices'] as unknown[])[i]) as Record<string, unknown>)['message'] = next();
+  items('input', header.i, header.ii);
+  if (header.n === 1) body['instructions'] = next();
+  items('output', header.o, header.oi);
+  if (header.t === 1) body['tools'] = next();
   return body;
 }
 

@@ -13,7 +13,7 @@ afterAll(dropSchemas);
 /** Any key, odd ones among them: prototype names, unicode, the split points' own names. */
 const key = fc.oneof(
   fc.string(),
-  fc.constantFrom('__proto__', 'constructor', 'prototype', 'messages', 'system', 'choices', 'message', 'body', '0', 'é世🎉', ''),
+  fc.constantFrom('__proto__', 'constructor', 'prototype', 'messages', 'system', 'choices', 'message', 'input', 'output', 'tools', 'instructions', 'body', '0', 'é世🎉', ''),
 );
 
 /** Objects built with own keys in a given order (Object.fromEntries defines `__proto__` as a plain key). */
@@ -31,20 +31,35 @@ const json: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
 
 const extras = fc.array(fc.tuple(key, json), { maxLength: 3 });
 
+const item = fc.oneof(fc.record({ role: fc.constantFrom('user', 'assistant'), content: fc.string() }), json);
+/** Any value, or an array (of items, or of anything) for the keys split item by item. */
+const maybeList = fc.oneof(fc.array(item, { maxLength: 6 }), json, fc.string());
+
+/** Keys put in a random order (the first swapped with any other). */
+function shuffled(entries: [string, unknown][], at: number): Record<string, unknown> {
+  const i = at % entries.length;
+  [entries[0], entries[i]] = [entries[i]!, entries[0]!];
+  return Object.fromEntries(entries);
+}
+
 /** A chat request: `messages` (and maybe `system`) among other keys, in any order. */
 const chatRequest = fc
-  .tuple(
-    extras,
-    fc.array(fc.oneof(fc.record({ role: fc.constantFrom('user', 'assistant'), content: fc.string() }), json), { maxLength: 6 }),
-    fc.option(fc.oneof(fc.string(), fc.array(json, { maxLength: 3 }), json)),
-    fc.nat(),
-  )
+  .tuple(extras, fc.array(item, { maxLength: 6 }), fc.option(fc.oneof(fc.string(), fc.array(json, { maxLength: 3 }), json)), fc.nat())
   .map(([more, messages, system, at]) => {
     const entries: [string, unknown][] = [['model', 'gpt-4o'], ['messages', messages], ...more];
     if (system !== null) entries.push(['system', system]);
-    const i = at % entries.length;
-    [entries[0], entries[i]] = [entries[i]!, entries[0]!];
-    return Object.fromEntries(entries);
+    return shuffled(entries, at);
+  });
+
+/** An agent's or a Responses API request: `input` items, `instructions`, `tools`, and maybe `messages` too. */
+const agentRequest = fc
+  .tuple(extras, maybeList, fc.option(fc.oneof(fc.string(), json)), fc.option(maybeList), fc.option(fc.array(item, { maxLength: 3 })), fc.nat())
+  .map(([more, input, instructions, tools, messages, at]) => {
+    const entries: [string, unknown][] = [['model', 'gpt-4.1'], ['input', input], ...more];
+    if (instructions !== null) entries.push(['instructions', instructions]);
+    if (tools !== null) entries.push(['tools', tools]);
+    if (messages !== null) entries.push(['messages', messages]);
+    return shuffled(entries, at);
   });
 
 /** A chat answer: `choices[i].message`, some choices without one. */
@@ -52,7 +67,17 @@ const chatAnswer = fc
   .tuple(extras, fc.array(fc.oneof(fc.record({ index: fc.nat(), message: json, finish_reason: fc.string() }), json), { maxLength: 4 }))
   .map(([more, choices]) => Object.fromEntries([['object', 'chat.completion'], ...more, ['choices', choices]]));
 
-const body = fc.oneof(json, chatRequest, chatAnswer, fc.string());
+/** A Responses API answer: `output` items, with the request's `instructions` and `tools` echoed. */
+const responsesAnswer = fc
+  .tuple(extras, maybeList, fc.option(fc.string()), fc.option(maybeList), fc.nat())
+  .map(([more, output, instructions, tools, at]) => {
+    const entries: [string, unknown][] = [['object', 'response'], ['output', output], ...more];
+    if (instructions !== null) entries.push(['instructions', instructions]);
+    if (tools !== null) entries.push(['tools', tools]);
+    return shuffled(entries, at);
+  });
+
+const body = fc.oneof(json, chatRequest, agentRequest, chatAnswer, responsesAnswer, fc.string());
 
 /** JSON text: what the bodies must come back as, key order included. */
 const text = (v: unknown): string => JSON.stringify(v);
@@ -75,7 +100,7 @@ describe.each<StoreKind>(['sqlite', 'postgres'])('body store: %s', (kind) => {
           expect(got).toEqual(JSON.parse(text(report)));
           expect(Object.keys(got.response)).toEqual(Object.keys(report.response));
         }),
-        { numRuns: 150 },
+        { numRuns: 250 },
       );
       const page = await store.list({ limit: 1000 });
       expect(page.items).toHaveLength(n);
@@ -119,6 +144,40 @@ describe.each<StoreKind>(['sqlite', 'postgres'])('body store: %s', (kind) => {
         expect(text(got.request.body)).toBe(text(r.request.body));
         expect(text(got.response.body)).toBe(text(r.response.body));
       }
+      expect(await missingBlobs(s)).toEqual([]);
+    } finally {
+      await s.store.close();
+    }
+  });
+
+  it("stores an agent's tools and instructions once, and each turn's new input and output items only (Responses API)", async () => {
+    const s = await openStore(kind);
+    const blobs = async (): Promise<number> => Number((await s.rows('SELECT count(*) AS n FROM bodies'))[0]!.n);
+    try {
+      const tools = Array.from({ length: 12 }, (_, i) => ({ type: 'function', name: `tool_${i}`, description: 'Reads one file of the repository.', parameters: { type: 'object' } }));
+      const instructions = 'You are a coding agent. Read before you write, and run the tests before you answer.';
+      const input: unknown[] = [];
+      const counts: number[] = [];
+      for (let turn = 0; turn < 3; turn++) {
+        input.push({ role: 'user', content: `turn ${turn}: what does this repository keep of an agent's session?` });
+        const item = { type: 'message', id: `msg_${turn}`, role: 'assistant', content: [{ type: 'output_text', text: `answer ${turn}: each item once.` }] };
+        const request = { model: 'gpt-4.1', instructions, tools, input: [...input] };
+        const answer = { id: `resp_${turn}`, object: 'response', instructions, tools, output: [item] };
+        const report = makeReport(`agent-${turn}`, turn, {
+          request: { timestamp: new Date().toISOString(), body: request },
+          response: { timestamp: new Date().toISOString(), body: answer },
+        });
+        await s.store.insertMany([report]);
+        input.push(item);
+        counts.push(await blobs());
+        const got = (await s.store.get(report.id))!;
+        expect(text(got.request.body)).toBe(text(request));
+        expect(text(got.response.body)).toBe(text(answer));
+      }
+      // First turn: the request's skeleton, tools, instructions and question; the answer's skeleton and item
+      // (its echoed tools and instructions are the request's blobs). Each later turn: a question, an item and
+      // the two skeletons; the tools (~1.6 KB) are never stored again.
+      expect(counts).toEqual([6, 10, 14]);
       expect(await missingBlobs(s)).toEqual([]);
     } finally {
       await s.store.close();

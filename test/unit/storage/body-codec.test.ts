@@ -54,8 +54,9 @@ describe('body codec: what is compressed', () => {
   });
 
   it('compresses a skeleton whose own text is long, and every other blob from COMPRESS_FROM bytes on', () => {
-    const tools = Array.from({ length: 20 }, (_, i) => ({ type: 'function', function: { name: `tool_${i}`, description: 'Looks things up. '.repeat(5) } }));
-    const root = splitBody({ ...longChat, tools }).blobs[0]!;
+    // A structured output's schema stays in the skeleton (it is not split): the skeleton's text is long.
+    const properties = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`field_${i}`, { type: 'string', description: 'One fact. '.repeat(3) }]));
+    const root = splitBody({ ...longChat, response_format: { type: 'json_schema', json_schema: { name: 'facts', schema: { type: 'object', properties } } } }).blobs[0]!;
     expect(keptRaw(root.bytes)).toBe(false);
     const stored = packBlob(root.bytes);
     expect(stored[0]).toBe(1);
