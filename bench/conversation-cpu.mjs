@@ -4,8 +4,9 @@
 // prompt, then ~7.5 KB on average over 15 turns), which the relay keys, forwards, and splits into the body
 // store's message blobs on its report worker.
 //
-// Each round runs fresh conversations (8 in flight) through every relay measured, the relays one after the
-// other, so a before/after pair shares the minute; the first round warms up and is not shown.
+// Each round runs fresh conversations (8 in flight) through the bare proxy (bench/bare-proxy.mjs: the
+// reference, what forwarding alone costs a Node proxy) and every relay measured, one after the other, so the
+// rows of a round share the minute; the first round warms up and is not shown.
 //
 //   npm run bench:conversations -- [--conversations N] [--turns T] [--rounds R] [--before DIR]
 //     --before DIR   another checkout (built: `npm run build` there) measured beside this one
@@ -100,10 +101,10 @@ async function converse(url, tag) {
   return exchanges;
 }
 
-async function measure(relay, tag) {
-  const pid = relay.child.pid;
+async function measure(target, tag) {
+  const pid = target.child.pid;
   const before = threadTicks(pid);
-  const exchanges = await converse(relay.url, tag);
+  const exchanges = await converse(target.url, tag);
   const after = threadTicks(pid);
   let main = 0;
   let others = 0;
@@ -119,7 +120,8 @@ async function measure(relay, tag) {
 const dir = await makeTempDir('relay-conversations-');
 const upstream = await startHelper('fake upstream', 'fake-upstream.mjs', []);
 const checkouts = [...(opts.before ? [['before', path.resolve(opts.before)]] : []), ['this checkout', ROOT]];
-const relays = [];
+const bare = await startHelper('bare proxy', 'bare-proxy.mjs', ['--upstream', upstream.url]);
+const relays = [{ name: 'bare proxy (reference)', relay: bare, rows: [] }];
 for (const [i, [name, checkout]] of checkouts.entries()) {
   const relay = await startRelay({
     cli: path.join(checkout, 'dist/cli.js'),
@@ -127,9 +129,9 @@ for (const [i, [name, checkout]] of checkouts.entries()) {
     dataDir: path.join(dir, `data-${i}`),
     buildCommand: 'npm run bench:conversations',
   });
-  relays.push({ name, checkout, relay, rows: [] });
+  relays.push({ name, relay, rows: [] });
 }
-log(`${CONVERSATIONS} conversations × ${TURNS} turns per round, ${ROUNDS} rounds after a warm-up, relays: ${relays.map((r) => r.name).join(', ')}`);
+log(`${CONVERSATIONS} conversations × ${TURNS} turns per round, ${ROUNDS} rounds after a warm-up: ${relays.map((r) => r.name).join(', ')}`);
 for (let round = 0; round <= ROUNDS; round++) {
   for (const r of relays) {
     const row = await measure(r.relay, `r${round}-${r.name}`);
@@ -139,9 +141,11 @@ for (let round = 0; round <= ROUNDS; round++) {
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-let out = `| relay | CPU µs per exchange (median) | event loop | other threads | rounds (all threads) |\n|---|--:|--:|--:|---|\n`;
+const reference = median(relays[0].rows.map((x) => x.total));
+let out = `| process | CPU µs per exchange (median) | ÷ bare proxy | event loop | other threads | rounds (all threads) |\n|---|--:|--:|--:|--:|---|\n`;
 for (const r of relays) {
-  out += `| ${r.name} | ${median(r.rows.map((x) => x.total))} | ${median(r.rows.map((x) => x.main))} | ${median(r.rows.map((x) => x.others))} | ${r.rows.map((x) => x.total).join(', ')} |\n`;
+  const total = median(r.rows.map((x) => x.total));
+  out += `| ${r.name} | ${total} | ${(total / reference).toFixed(2)}× | ${median(r.rows.map((x) => x.main))} | ${median(r.rows.map((x) => x.others))} | ${r.rows.map((x) => x.total).join(', ')} |\n`;
 }
 process.stdout.write(out);
 await cleanup();
