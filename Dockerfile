@@ -3,14 +3,15 @@
 
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
-# better-sqlite3 compiles from source when no prebuilt binary can be fetched; native/ (malloc_trim, V8's memory-pressure notice) always.
+# better-sqlite3 compiles from source when no prebuilt binary can be fetched; native/ (malloc_trim, V8's memory-pressure
+# notice, the cache's raw DEFLATE) always.
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
     && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 # Without scripts: the project's own (prepare builds dist/, and src/ is not here yet); better-sqlite3 is
 # the one dependency with an install step, run on its own, and the project's addon is built next.
 RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
-COPY native/binding.gyp native/malloc-trim.c native/memory-pressure.cc ./native/
+COPY native/binding.gyp native/malloc-trim.c native/memory-pressure.cc native/raw-deflate.c ./native/
 RUN npm run build:native
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
@@ -33,7 +34,7 @@ WORKDIR /app
 COPY --from=build --chown=node:node /app/package.json ./
 COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
-COPY --from=build --chown=node:node /app/native/build/Release/malloc_trim.node ./native/build/Release/
+COPY --from=build --chown=node:node /app/native/build/Release/malloc_trim.node /app/native/build/Release/raw_deflate.node ./native/build/Release/
 COPY --chown=node:node config ./config
 COPY --chown=node:node dashboard ./dashboard
 # 0700: the relay keeps prompts and answers there (it makes a data dir of its own 0700 too).

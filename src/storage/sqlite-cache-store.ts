@@ -3,12 +3,12 @@
 // call here is one or two small indexed statements, so blocking the event loop for them is cheap. Reads
 // do not write: their recency is batched (see pendingTouches).
 import { dirname } from 'node:path';
-import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import { StoreUnavailableError } from '../errors.js';
 import { createQuietTimer } from '../quiet-timer.js';
 import type { CacheRecord, CacheStore, CacheStoreStats } from './cache-store.js';
+import { deflateRaw, inflateRaw } from './raw-deflate.js';
 import { makePrivateDir, preparePrivateFile, sqliteCompanions } from './private-files.js';
 
 export interface SqliteCacheStoreOptions {
@@ -72,9 +72,8 @@ function entrySize(key: string, value: string): number {
 }
 
 /**
- * Values from this size up are kept deflated (an answer's JSON shrinks to a third); smaller ones as text.
- * A deflate call costs ~10 µs before its first byte (zlib's stream set up and torn down), a third of what a
- * miss's cache write costs in all; below 1 KiB it saves a few hundred bytes a row.
+ * Values from this size up are kept deflated (an answer's JSON shrinks to a third); smaller ones as text:
+ * below 1 KiB it saves a few hundred bytes a row, for a call on the event loop (raw-deflate.ts).
  */
 const PACK_FROM = 1024;
 
@@ -85,25 +84,13 @@ const PACK_FROM = 1024;
  */
 function packValue(value: string): string | Buffer {
   if (value.length < PACK_FROM) return value;
-  const packed = deflateRawSync(value, deflateFor(value.length));
-  return packed.length < Buffer.byteLength(value) * 0.9 ? packed : value;
-}
-
-/**
- * zlib's state sized to the value: a window no larger than the value (a longer one finds nothing more) and
- * a small hash table. zlib clears both on every call, which at its defaults (a 32 KB window, a 64 KB table)
- * costs more than compressing a 1 KB answer; sized like this the output is the same to a few bytes.
- * Level 1 (zlib's fastest): the write runs on the event loop, and a streamed answer's SSE text, which
- * repeats its envelope in every event, deflates 2.5 times faster than at the default level 6 (a 6.8 KB
- * entry: 53 → 21 µs; the whole write, `ANSWER=stream node bench/cache-write.mjs`: 82 → 54 µs) for 8% more
- * bytes; an answer's prose, ~30% faster for 1-5% more.
- */
-function deflateFor(length: number): { windowBits: number; memLevel: number; level: number } {
-  return { windowBits: Math.min(15, Math.max(9, Math.ceil(Math.log2(length + 262)))), memLevel: 4, level: 1 };
+  const bytes = Buffer.from(value);
+  const packed = deflateRaw(bytes);
+  return packed.length < bytes.length * 0.9 ? packed : value;
 }
 
 function unpackValue(value: string | Buffer): string {
-  return typeof value === 'string' ? value : inflateRawSync(value).toString('utf8');
+  return typeof value === 'string' ? value : inflateRaw(value).toString('utf8');
 }
 
 function toRecord(row: Row): CacheRecord {
