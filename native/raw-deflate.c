@@ -61,11 +61,20 @@ static int BufferArg(napi_env env, napi_callback_info info, void** data, size_t*
   return 1;
 }
 
-static napi_value Result(napi_env env, const unsigned char* bytes, size_t length) {
+// The scratch space a value needed stays for the next one, unless it grew past this: one large value (a
+// long answer) must not pin its size in the thread's heap for good.
+#define KEEP_SCRATCH ((size_t)1 << 20)
+
+static napi_value Result(napi_env env, Streams* s, size_t length) {
   napi_value result;
   void* copy;
-  if (napi_create_buffer_copy(env, length, bytes, &copy, &result) != napi_ok) return NULL;
-  return result;
+  napi_status status = napi_create_buffer_copy(env, length, s->scratch, &copy, &result);
+  if (s->scratch_size > KEEP_SCRATCH) {
+    free(s->scratch);
+    s->scratch = NULL;
+    s->scratch_size = 0;
+  }
+  return status == napi_ok ? result : NULL;
 }
 
 // deflateRaw(buffer) -> Buffer: level 1, a 32 KB window, zlib's small hash table (memLevel 4).
@@ -101,7 +110,7 @@ static napi_value Deflate(napi_env env, napi_callback_info info) {
     napi_throw_error(env, NULL, "raw-deflate: deflate did not finish");
     return NULL;
   }
-  return Result(env, s->scratch, bound - s->deflate.avail_out);
+  return Result(env, s, bound - s->deflate.avail_out);
 }
 
 // inflateRaw(buffer) -> Buffer; throws on bytes that are not one whole raw DEFLATE stream.
@@ -157,7 +166,7 @@ static napi_value Inflate(napi_env env, napi_callback_info info) {
     napi_throw_error(env, "Z_DATA_ERROR", s->inflate.msg != NULL ? s->inflate.msg : "invalid deflate data");
     return NULL;
   }
-  return Result(env, s->scratch, produced);
+  return Result(env, s, produced);
 }
 
 static napi_value Init(napi_env env, napi_value exports) {

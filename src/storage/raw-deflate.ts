@@ -11,7 +11,7 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib';
 interface RawDeflateBinding {
   deflateRaw(bytes: Buffer): Buffer;
   /** throws (code Z_BUF_ERROR, Z_DATA_ERROR) on bytes that are not one whole raw DEFLATE stream */
-  inflateRaw(bytes: Uint8Array): Buffer;
+  inflateRaw(bytes: Buffer): Buffer;
 }
 
 const require = createRequire(import.meta.url);
@@ -47,7 +47,7 @@ export function deflateRaw(bytes: Buffer): Buffer {
   return native ? native.deflateRaw(bytes) : deflateRawSync(bytes, zlibOptions(bytes.length));
 }
 
-export function inflateRaw(bytes: Uint8Array): Buffer {
+export function inflateRaw(bytes: Buffer): Buffer {
   const native = loadRawDeflateBinding();
   return native ? native.inflateRaw(bytes) : inflateRawSync(bytes);
 }
@@ -55,5 +55,5 @@ export function inflateRaw(bytes: Uint8Array): Buffer {
 /** node:zlib's path, whatever is built: for tests that hold the two to the same bytes. */
 export const zlibPath = {
   deflateRaw: (bytes: Buffer): Buffer => deflateRawSync(bytes, zlibOptions(bytes.length)),
-  inflateRaw: (bytes: Uint8Array): Buffer => inflateRawSync(bytes),
+  inflateRaw: (bytes: Buffer): Buffer => inflateRawSync(bytes),
 };
