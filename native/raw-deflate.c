@@ -77,29 +77,40 @@ static napi_value Result(napi_env env, Streams* s, size_t length) {
   return status == napi_ok ? result : NULL;
 }
 
+// The call's Buffer and this thread's streams; NULL, with an exception pending, when either is missing.
+static Streams* Begin(napi_env env, napi_callback_info info, void** data, size_t* length) {
+  if (!BufferArg(env, info, data, length)) return NULL;
+  if (*length > 0xffffffffu) {
+    napi_throw_error(env, NULL, "raw-deflate: value too large");
+    return NULL;
+  }
+  Streams* s = StreamsOf(env);
+  if (s == NULL) napi_throw_error(env, NULL, "raw-deflate: out of memory");
+  return s;
+}
+
+// A stream made ready for the next value: set up the first time, reset after. False, with an exception
+// pending, when zlib refused.
+static int Ready(napi_env env, int* ready, int rc_init_or_reset, const char* step) {
+  if (rc_init_or_reset != Z_OK) {
+    napi_throw_error(env, NULL, step);
+    return 0;
+  }
+  *ready = 1;
+  return 1;
+}
+
 // deflateRaw(buffer) -> Buffer: level 1, a 32 KB window, zlib's small hash table (memLevel 4).
 static napi_value Deflate(napi_env env, napi_callback_info info) {
   void* data;
   size_t length;
-  if (!BufferArg(env, info, &data, &length)) return NULL;
-  Streams* s = StreamsOf(env);
-  if (s == NULL) {
-    napi_throw_error(env, NULL, "raw-deflate: out of memory");
-    return NULL;
-  }
-  if (!s->deflate_ready) {
-    if (deflateInit2(&s->deflate, 1, Z_DEFLATED, -15, 4, Z_DEFAULT_STRATEGY) != Z_OK) {
-      napi_throw_error(env, NULL, "raw-deflate: deflateInit2 failed");
-      return NULL;
-    }
-    s->deflate_ready = 1;
-  } else if (deflateReset(&s->deflate) != Z_OK) {
-    napi_throw_error(env, NULL, "raw-deflate: deflateReset failed");
-    return NULL;
-  }
+  Streams* s = Begin(env, info, &data, &length);
+  if (s == NULL) return NULL;
+  int rc = s->deflate_ready ? deflateReset(&s->deflate) : deflateInit2(&s->deflate, 1, Z_DEFLATED, -15, 4, Z_DEFAULT_STRATEGY);
+  if (!Ready(env, &s->deflate_ready, rc, "raw-deflate: zlib refused to set up a deflate stream")) return NULL;
   size_t bound = deflateBound(&s->deflate, (uLong)length);
-  if (length > 0xffffffffu || !Room(s, bound)) {
-    napi_throw_error(env, NULL, "raw-deflate: value too large");
+  if (!Room(s, bound)) {
+    napi_throw_error(env, NULL, "raw-deflate: out of memory");
     return NULL;
   }
   s->deflate.next_in = (Bytef*)data;
@@ -117,26 +128,10 @@ static napi_value Deflate(napi_env env, napi_callback_info info) {
 static napi_value Inflate(napi_env env, napi_callback_info info) {
   void* data;
   size_t length;
-  if (!BufferArg(env, info, &data, &length)) return NULL;
-  Streams* s = StreamsOf(env);
-  if (s == NULL) {
-    napi_throw_error(env, NULL, "raw-deflate: out of memory");
-    return NULL;
-  }
-  if (!s->inflate_ready) {
-    if (inflateInit2(&s->inflate, -15) != Z_OK) {
-      napi_throw_error(env, NULL, "raw-deflate: inflateInit2 failed");
-      return NULL;
-    }
-    s->inflate_ready = 1;
-  } else if (inflateReset(&s->inflate) != Z_OK) {
-    napi_throw_error(env, NULL, "raw-deflate: inflateReset failed");
-    return NULL;
-  }
-  if (length > 0xffffffffu) {
-    napi_throw_error(env, NULL, "raw-deflate: value too large");
-    return NULL;
-  }
+  Streams* s = Begin(env, info, &data, &length);
+  if (s == NULL) return NULL;
+  int rc = s->inflate_ready ? inflateReset(&s->inflate) : inflateInit2(&s->inflate, -15);
+  if (!Ready(env, &s->inflate_ready, rc, "raw-deflate: zlib refused to set up an inflate stream")) return NULL;
   size_t size = length * 4 + 256;
   if (!Room(s, size)) {
     napi_throw_error(env, NULL, "raw-deflate: out of memory");
@@ -148,10 +143,10 @@ static napi_value Inflate(napi_env env, napi_callback_info info) {
   for (;;) {
     s->inflate.next_out = s->scratch + produced;
     s->inflate.avail_out = (uInt)(s->scratch_size - produced);
-    int rc = inflate(&s->inflate, Z_NO_FLUSH);
+    int status = inflate(&s->inflate, Z_NO_FLUSH);
     produced = s->scratch_size - s->inflate.avail_out;
-    if (rc == Z_STREAM_END) break;
-    if (rc == Z_OK || rc == Z_BUF_ERROR) {
+    if (status == Z_STREAM_END) break;
+    if (status == Z_OK || status == Z_BUF_ERROR) {
       if (s->inflate.avail_out > 0) {
         // room left and nothing more to read: the stream was cut short
         napi_throw_error(env, "Z_BUF_ERROR", "unexpected end of file");

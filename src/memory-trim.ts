@@ -19,8 +19,8 @@
 // fast (`release`: the SQLite cache connection's page cache; the idle upstream connections a burst left
 // beyond a few dozen, freed as they close, so the next quiet reading trims again; docs/internals.md).
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
+import { loadAddon } from './native-addon.js';
 
 export interface Binding {
   trim(): boolean;
@@ -33,20 +33,9 @@ export interface Binding {
   supported: boolean;
 }
 
-const require = createRequire(import.meta.url);
-
-let binding: Binding | null | undefined;
-
 /** The addon: undefined when it was not built (native/binding.gyp; `npm run build:native`). */
 export function loadTrimBinding(): Binding | undefined {
-  if (binding === undefined) {
-    try {
-      binding = require('../native/build/Release/malloc_trim.node') as Binding;
-    } catch {
-      binding = null;
-    }
-  }
-  return binding ?? undefined;
+  return loadAddon<Binding>('malloc_trim');
 }
 
 /**
