@@ -294,8 +294,9 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
     for (const w of writes) {
       // A blob kept as it is needs no work before its insert: one statement, whether it is new or not. One
       // that would be compressed is looked for first, so a blob stored already is not compressed again.
-      if (keptRaw(w.blob.bytes)) upsertBody.run(w.blob.hash, w.ms, packBlob(w.blob.bytes));
-      else if (touchBody.run(w.ms, w.blob.hash).changes === 0) insertBody.run(w.blob.hash, w.ms, packBlob(w.blob.bytes));
+      const raw = keptRaw(w.blob.bytes);
+      if (raw) upsertBody.run(w.blob.hash, w.ms, packBlob(w.blob.bytes, raw));
+      else if (touchBody.run(w.ms, w.blob.hash).changes === 0) insertBody.run(w.blob.hash, w.ms, packBlob(w.blob.bytes, raw));
     }
     return writes;
   });
