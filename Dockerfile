@@ -3,14 +3,16 @@
 
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
-# better-sqlite3 compiles from source when no prebuilt binary can be fetched; native/ (malloc_trim, V8's memory-pressure
-# notice, the cache's raw DEFLATE) always.
+# The compiler is for native/ (malloc_trim, V8's memory-pressure notice, the cache's raw DEFLATE). SQLite needs
+# none here: on Node 24 the relay runs better-sqlite3 13, shipped prebuilt on Node-API (`better-sqlite3-napi`),
+# and never loads 12, which is left unbuilt (built against Node 24 it aborts the process now and then:
+# src/storage/sqlite-driver.ts).
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
     && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
-# Without scripts: the project's own (prepare builds dist/, and src/ is not here yet); better-sqlite3 is
-# the one dependency with an install step, run on its own, and the project's addon is built next.
-RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
+# Without scripts: the project's own (prepare builds dist/, and src/ is not here yet) and better-sqlite3 12's
+# build (see above); the project's addon is built next.
+RUN npm ci --ignore-scripts
 COPY native/binding.gyp native/malloc-trim.c native/memory-pressure.cc native/raw-deflate.c ./native/
 RUN npm run build:native
 COPY tsconfig.json tsconfig.build.json ./

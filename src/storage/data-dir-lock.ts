@@ -15,7 +15,7 @@
 import { hostname } from 'node:os';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { Database } from './sqlite-driver.js';
 import { PRIVATE_FILE_MODE, makePrivateDir, preparePrivateFile } from './private-files.js';
 
 export const LOCK_FILE = 'relay.lock';
@@ -70,7 +70,7 @@ export function lockDataDir(dir: string, who: { role: DataDirHolder['role']; ver
   const lockFile = join(dir, LOCK_FILE);
   const holderFile = join(dir, HOLDER_FILE);
   preparePrivateFile(lockFile);
-  let db: Database.Database | undefined;
+  let db: Database | undefined;
   try {
     // timeout 0: a held lock is an answer, not something to wait for.
     db = new Database(lockFile, { timeout: 0 });

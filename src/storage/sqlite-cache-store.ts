@@ -3,7 +3,7 @@
 // call here is one or two small indexed statements, so blocking the event loop for them is cheap. Reads
 // do not write: their recency is batched (see pendingTouches).
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import { Database } from './sqlite-driver.js';
 import { LRUCache } from 'lru-cache';
 import { StoreUnavailableError } from '../errors.js';
 import { createQuietTimer } from '../quiet-timer.js';
@@ -97,7 +97,7 @@ function toRecord(row: Row): CacheRecord {
   return { key: row.key, value: unpackValue(row.value), createdAt: row.created_at, expiresAt: row.expires_at };
 }
 
-function openDatabase(file: string, busyTimeoutMs: number): Database.Database {
+function openDatabase(file: string, busyTimeoutMs: number): Database {
   if (file !== ':memory:') {
     makePrivateDir(dirname(file));
     preparePrivateFile(file, sqliteCompanions(file));
@@ -122,7 +122,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   const now = opts.now ?? Date.now;
   const pageSize = opts.entriesPageSize ?? DEFAULT_ENTRIES_PAGE_SIZE;
 
-  let db: Database.Database;
+  let db: Database;
   try {
     db = openDatabase(file, opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
   } catch (err) {

@@ -5,7 +5,7 @@
 // there, its fsync blocking only that thread. The event loop's instance only reads (WAL lets it read while
 // the worker commits).
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import { Database } from './sqlite-driver.js';
 import { LRUCache } from 'lru-cache';
 import { StoreUnavailableError } from '../errors.js';
 import { type Hash, keptRaw, packBlob, unpackBlob } from './body-codec.js';
@@ -115,7 +115,7 @@ const ADDED_COLUMNS: ReadonlyArray<[name: string, type: string, backfill: string
   ['properties', 'TEXT', "CASE WHEN json_type(data, '$.properties') = 'object' THEN json_extract(data, '$.properties') END"],
 ];
 
-function addMissingColumns(db: Database.Database): void {
+function addMissingColumns(db: Database): void {
   const have = new Set((db.pragma('table_info(reports)') as { name: string }[]).map((c) => c.name));
   const missing = ADDED_COLUMNS.filter(([name]) => !have.has(name));
   if (missing.length === 0) return;
@@ -176,7 +176,7 @@ const VACUUM_PAGES = 2048;
 
 export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportStore {
   const now = opts.now ?? Date.now;
-  let db: Database.Database;
+  let db: Database;
   try {
     makePrivateDir(dirname(opts.file));
     preparePrivateFile(opts.file, sqliteCompanions(opts.file));

@@ -1,7 +1,7 @@
 // A reports table written by an earlier relay (without the stats columns) is upgraded at start-up, and
 // its rows count in the stats (the proxied stream that broke among the errors).
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { Database } from '../../src/storage/sqlite-driver.js';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgresReportStore } from '../../src/storage/postgres-report-store.js';

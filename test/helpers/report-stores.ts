@@ -22,7 +22,7 @@ let n = 0;
 
 /** SQL on a SQLite file, from a connection of its own (beside a relay that has it open, or after it died). */
 export async function sqliteRows(file: string, sql: string): Promise<Record<string, unknown>[]> {
-  const Database = (await import('better-sqlite3')).default;
+  const { Database } = await import('../../src/storage/sqlite-driver.js');
   const db = new Database(file);
   try {
     return db.prepare(sql).all() as Record<string, unknown>[];

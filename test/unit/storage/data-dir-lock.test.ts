@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DataDirInUseError, type DataDirLock, lockDataDir } from '../../../src/storage/data-dir-lock.js';
+import { driverPackage } from '../../../src/storage/sqlite-driver.js';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -45,7 +46,7 @@ function refusal(fn: () => unknown): DataDirInUseError {
 /** Whether another process can take the lock (it exits 0 if it can, 3 if the dir is held). */
 async function freeForAnotherProcess(dir: string): Promise<boolean> {
   const script = `
-    const Database = require('better-sqlite3');
+    const Database = require(${JSON.stringify(driverPackage())});
     const db = new Database(${JSON.stringify(join(dir, 'relay.lock'))}, { timeout: 0 });
     try { db.pragma('journal_mode = MEMORY'); db.exec('BEGIN EXCLUSIVE'); process.exit(0); } catch { process.exit(3); }`;
   return run(process.execPath, ['-e', script], { cwd: ROOT }).then(
