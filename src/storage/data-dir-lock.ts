@@ -15,8 +15,8 @@
 import { hostname } from 'node:os';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Database } from './sqlite-driver.js';
 import { PRIVATE_FILE_MODE, makePrivateDir, preparePrivateFile } from './private-files.js';
+import { Database } from './sqlite-driver.js';
 
 export const LOCK_FILE = 'relay.lock';
 export const HOLDER_FILE = 'relay.lock.json';

@@ -3,13 +3,13 @@
 // call here is one or two small indexed statements, so blocking the event loop for them is cheap. Reads
 // do not write: their recency is batched (see pendingTouches).
 import { dirname } from 'node:path';
-import { Database } from './sqlite-driver.js';
 import { LRUCache } from 'lru-cache';
 import { StoreUnavailableError } from '../errors.js';
 import { createQuietTimer } from '../quiet-timer.js';
 import type { CacheRecord, CacheStore, CacheStoreStats } from './cache-store.js';
 import { deflateRaw, inflateRaw } from './raw-deflate.js';
 import { makePrivateDir, preparePrivateFile, sqliteCompanions } from './private-files.js';
+import { Database } from './sqlite-driver.js';
 
 export interface SqliteCacheStoreOptions {
   /** Path of the database file (its directory is created if missing), or ':memory:'. */

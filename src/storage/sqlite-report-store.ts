@@ -5,7 +5,6 @@
 // there, its fsync blocking only that thread. The event loop's instance only reads (WAL lets it read while
 // the worker commits).
 import { dirname } from 'node:path';
-import { Database } from './sqlite-driver.js';
 import { LRUCache } from 'lru-cache';
 import { StoreUnavailableError } from '../errors.js';
 import { type Hash, keptRaw, packBlob, unpackBlob } from './body-codec.js';
@@ -17,6 +16,7 @@ import { packReport, packTemplate, packVariant, unpackReport } from './report-ro
 import { type StatsDialect, type StatsRow, buildStatsSql, statsResult } from './report-stats-sql.js';
 import type { PruneResult, ReportStore, StoredReport } from './report-store.js';
 import { VARIANT_PATHS } from './report-variant.js';
+import { Database } from './sqlite-driver.js';
 
 export interface SqliteReportStoreOptions {
   file: string;

@@ -5,7 +5,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Database } from '../../src/storage/sqlite-driver.js';
 import { createClient } from '@keyv/redis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { StoreUnavailableError } from '../../src/errors.js';
@@ -13,6 +12,7 @@ import type { CacheRecord, CacheStore } from '../../src/storage/cache-store.js';
 import { createMemoryCacheStore } from '../../src/storage/memory-cache-store.js';
 import { createRedisCacheStore, type RedisCacheStoreOptions } from '../../src/storage/redis-cache-store.js';
 import { createSqliteCacheStore } from '../../src/storage/sqlite-cache-store.js';
+import { Database } from '../../src/storage/sqlite-driver.js';
 import { cacheStoreSuite } from './cache-store-suite.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';

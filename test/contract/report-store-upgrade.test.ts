@@ -1,13 +1,13 @@
 // A reports table written by an earlier relay (without the stats columns) is upgraded at start-up, and
 // its rows count in the stats (the proxied stream that broke among the errors).
 import { join } from 'node:path';
-import { Database } from '../../src/storage/sqlite-driver.js';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgresReportStore } from '../../src/storage/postgres-report-store.js';
 import type { ReportStore, StoredReport } from '../../src/storage/report-store.js';
 import { createReportPruner } from '../../src/storage/report-pruner.js';
 import { createSqliteReportStore } from '../../src/storage/sqlite-report-store.js';
+import { Database } from '../../src/storage/sqlite-driver.js';
 import { tempDir } from '../helpers/relay.js';
 import { DATABASE_URL, requirePostgres } from '../helpers/servers.js';
 
