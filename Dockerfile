@@ -48,4 +48,6 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8787)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # SIGTERM from `docker stop` drains in-flight calls and flushes reports (RELAY_SHUTDOWN_GRACE_MS).
 STOPSIGNAL SIGTERM
-CMD ["node", "dist/cli.js"]
+# V8's semi-spaces capped as the relay caps them when it starts itself again (src/memory-trim.ts, SEMI_SPACE_MB; the
+# MALLOC_* settings above make that restart unneeded here): Node 24 would size them up to 64 MB each.
+CMD ["node", "--max-semi-space-size=16", "dist/cli.js"]

@@ -48,6 +48,25 @@ export function loadTrimBinding(): Binding | undefined {
  */
 export const MALLOC_ARENAS = 3;
 
+/**
+ * The cap on V8's semi-spaces (the young generation is two of them) the restart gives the event loop, in MB:
+ * the default of Node 20 and 22. Node 24 sizes them from the heap limit, up to 64 MB each on a machine with
+ * this one's memory, and a thousand streams ending at once grow the event loop's new space to 128 MB
+ * committed: on Node 24.21, two rounds of 1,000 streams peaked at 269–271 MB with the default, 234–244 with
+ * 16 and 190–216 with 4 (interleaved pairs), with no CPU per exchange visible for 16 and 5–20% more for 4
+ * (docs/benchmarks.md, "Node 22 and 24"). On Node 20 and 22 it changes nothing.
+ */
+export const SEMI_SPACE_MB = 16;
+
+/**
+ * The command line the restart runs: `argv` with the semi-space cap after the executable, unless the
+ * operator gave one (on the command line or in NODE_OPTIONS, both in `nodeOptions`).
+ */
+export function withSemiSpaceCap(argv: string[], nodeOptions: string[]): string[] {
+  if (argv.length === 0 || nodeOptions.some((a) => a.includes('--max-semi-space-size'))) return argv;
+  return [argv[0]!, `--max-semi-space-size=${SEMI_SPACE_MB}`, ...argv.slice(1)];
+}
+
 /** This process's command line as it was given (`ps` shows the same after the restart), from /proc where it can. */
 export function commandLine(): string[] {
   try {
@@ -61,7 +80,8 @@ export function commandLine(): string[] {
 }
 
 /**
- * Starts the process again with MALLOC_ARENA_MAX set, once, before the server loads. glibc reads the variable
+ * Starts the process again with MALLOC_ARENA_MAX set and V8's semi-spaces capped (SEMI_SPACE_MB, unless the
+ * operator set a cap: V8 sizes them as the isolate starts), once, before the server loads. glibc reads the variable
  * only as the process starts, and by the time JavaScript runs V8's helper threads already hold arenas of their
  * own (mallopt from here caps only threads started later: about half the gain), so the relay execs itself: the
  * same process (pid, parent, stdio), the same command line, one more Node start-up (~60 ms). It does not when
@@ -74,7 +94,7 @@ export function commandLine(): string[] {
  * see it disconnect while the new image took NODE_CHANNEL_FD for whatever fd came to have that number); then, or
  * when the exec fails, it returns and the cap applies to the threads started from now on.
  */
-export function restartWithFewArenas(
+export function restartForMemory(
   env: NodeJS.ProcessEnv = process.env,
   native: Binding | null = loadTrimBinding() ?? null,
   // (Node takes NODE_CHANNEL_FD out of the environment once the channel is set up: the channel itself tells)
@@ -90,7 +110,7 @@ export function restartWithFewArenas(
   const underValgrind = env.LD_PRELOAD?.includes('vgpreload') === true;
   if (!inspected && !underValgrind && !sampled && !ipcChannel) {
     env.MALLOC_ARENA_MAX = String(MALLOC_ARENAS);
-    native.exec(process.execPath, commandLine());
+    native.exec(process.execPath, withSemiSpaceCap(commandLine(), nodeOptions));
     delete env.MALLOC_ARENA_MAX; // (still here: the exec failed)
   }
   native.limitArenas(MALLOC_ARENAS);

@@ -41,7 +41,7 @@ describe('architecture', () => {
       const text = readFileSync(file, 'utf8');
       if (file.endsWith('memory-trim.ts')) {
         // MALLOC_ARENA_MAX and GLIBC_TUNABLES are the C library's, not relay settings: read and set as the
-        // process starts again (restartWithFewArenas), and nowhere else
+        // process starts again (restartForMemory), and nowhere else
         expect(text.match(/process\.env/g), file).toHaveLength(1);
         expect(text, file).toMatch(/env: NodeJS\.ProcessEnv = process\.env/);
       } else if (!file.endsWith('config.ts')) expect(text, file).not.toMatch(/process\.env/);

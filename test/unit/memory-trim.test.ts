@@ -4,7 +4,17 @@ import { readFileSync } from 'node:fs';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { type Binding, MALLOC_ARENAS, TRIM_CHANGE_BYTES, commandLine, loadTrimBinding, restartWithFewArenas, startMemoryTrim } from '../../src/memory-trim.js';
+import {
+  type Binding,
+  MALLOC_ARENAS,
+  SEMI_SPACE_MB,
+  TRIM_CHANGE_BYTES,
+  commandLine,
+  loadTrimBinding,
+  restartForMemory,
+  startMemoryTrim,
+  withSemiSpaceCap,
+} from '../../src/memory-trim.js';
 
 const MB = 1024 * 1024;
 
@@ -203,21 +213,38 @@ describe('restart with few malloc arenas', () => {
         return f.native.exec(path, argv);
       },
     };
-    restartWithFewArenas(env, native, false);
-    expect(f.calls).toEqual([`exec ${process.execPath} ${commandLine().join(' ')}`, `limit ${MALLOC_ARENAS}`]);
+    restartForMemory(env, native, false);
+    const [node, ...rest] = commandLine();
+    expect(f.calls).toEqual([`exec ${process.execPath} ${[node, `--max-semi-space-size=${SEMI_SPACE_MB}`, ...rest].join(' ')}`, `limit ${MALLOC_ARENAS}`]);
     expect(env.MALLOC_ARENA_MAX).toBeUndefined();
+  });
+
+  it("caps V8's semi-spaces on the command line it execs, unless the operator set a cap there or in NODE_OPTIONS", () => {
+    expect(SEMI_SPACE_MB).toBe(16);
+    const line = ['/usr/bin/node', '--enable-source-maps', 'dist/cli.js', 'cache', 'export'];
+    expect(withSemiSpaceCap(line, ['--enable-source-maps', ''])).toEqual([
+      '/usr/bin/node',
+      '--max-semi-space-size=16',
+      '--enable-source-maps',
+      'dist/cli.js',
+      'cache',
+      'export',
+    ]);
+    const given = ['/usr/bin/node', '--max-semi-space-size=64', 'dist/cli.js'];
+    expect(withSemiSpaceCap(given, ['--max-semi-space-size=64', ''])).toEqual(given);
+    expect(withSemiSpaceCap(line, ['--enable-source-maps', '--max-old-space-size=512 --max-semi-space-size=8'])).toEqual(line);
   });
 
   it("leaves an operator's setting, a C library other than glibc and a missing addon alone", () => {
     for (const env of [{ MALLOC_ARENA_MAX: '8' }, { GLIBC_TUNABLES: 'glibc.malloc.tcache_count=0:glibc.malloc.arena_max=4' }]) {
       const f = fake();
-      restartWithFewArenas(env, f.native);
+      restartForMemory(env, f.native);
       expect(f.calls).toEqual([]);
     }
     const notGlibc = fake(false);
-    restartWithFewArenas({}, notGlibc.native);
+    restartForMemory({}, notGlibc.native);
     expect(notGlibc.calls).toEqual([]);
-    expect(() => restartWithFewArenas({}, null)).not.toThrow(); // the addon not built
+    expect(() => restartForMemory({}, null)).not.toThrow(); // the addon not built
   });
 
   it('under an inspector, valgrind or a sampling CPU profiler, or with an IPC channel, it does not exec (each would lose the process or its channel), and caps the arenas from here on', () => {
@@ -229,16 +256,16 @@ describe('restart with few malloc arenas', () => {
     ];
     for (const env of envs) {
       const f = fake();
-      restartWithFewArenas(env, f.native, false);
+      restartForMemory(env, f.native, false);
       expect(f.calls).toEqual([`limit ${MALLOC_ARENAS}`]);
     }
     // started with an IPC channel (child_process.fork): the channel's fd would not survive the exec
     const forked = fake();
-    restartWithFewArenas({}, forked.native, true);
+    restartForMemory({}, forked.native, true);
     expect(forked.calls).toEqual([`limit ${MALLOC_ARENAS}`]);
     // a flag that only looks alike is no profiler
     const f = fake();
-    restartWithFewArenas({ NODE_OPTIONS: '--cpu-prof-dir=/tmp/p --heap-prof' }, f.native, false);
+    restartForMemory({ NODE_OPTIONS: '--cpu-prof-dir=/tmp/p --heap-prof' }, f.native, false);
     expect(f.calls[0]).toMatch(/^exec /);
   });
 
