@@ -49,21 +49,29 @@ export function loadTrimBinding(): Binding | undefined {
 export const MALLOC_ARENAS = 3;
 
 /**
- * The cap on V8's semi-spaces (the young generation is two of them) the restart gives the event loop, in MB:
- * the default of Node 20 and 22. Node 24 sizes them from the heap limit, up to 64 MB each on a machine with
- * this one's memory, and a thousand streams ending at once grow the event loop's new space to 128 MB
- * committed: on Node 24.21, two rounds of 1,000 streams peaked at 269–271 MB with the default, 234–244 with
- * 16 and 190–216 with 4 (interleaved pairs), with no CPU per exchange visible for 16 and 5–20% more for 4
- * (docs/benchmarks.md, "Node 22 and 24"). On Node 20 and 22 it changes nothing.
+ * The cap on V8's semi-spaces (the young generation is two of them) the restart gives the event loop on Node 24
+ * and later, in MB: the default of Node 20 and 22. Node 24 sizes them from the heap limit, up to 64 MB each on a
+ * machine with this one's memory, and a thousand streams ending at once grow the event loop's new space to
+ * 128 MB committed: on Node 24.21, two rounds of 1,000 streams peaked at 269–271 MB with the default, 234–244
+ * with 16 and 190–216 with 4 (interleaved pairs), with no CPU per exchange visible for 16 and 5–20% more for 4
+ * (docs/benchmarks.md, "Node 22 and 24").
  */
 export const SEMI_SPACE_MB = 16;
 
 /**
- * The command line the restart runs: `argv` with the semi-space cap after the executable, unless the
- * operator gave one (on the command line or in NODE_OPTIONS, both in `nodeOptions`).
+ * The first Node major whose default semi-spaces exceed SEMI_SPACE_MB. Before it the cap would change nothing
+ * for the event loop, and it would undo the report worker's smaller young generation: the flag is V8's, for
+ * every isolate of the process, and outweighs a worker's `resourceLimits` (report-thread.ts; measured on
+ * Node 20.20: the worker's new space 16 MB committed at the 1,000-stream peak with the flag, 8 without).
  */
-export function withSemiSpaceCap(argv: string[], nodeOptions: string[]): string[] {
-  if (argv.length === 0 || nodeOptions.some((a) => a.includes('--max-semi-space-size'))) return argv;
+export const SEMI_SPACE_CAP_FROM_MAJOR = 24;
+
+/**
+ * The command line the restart runs: `argv` with the semi-space cap after the executable on Node 24 and later
+ * (`major`), unless the operator gave one (on the command line or in NODE_OPTIONS, both in `nodeOptions`).
+ */
+export function withSemiSpaceCap(argv: string[], nodeOptions: string[], major: number = Number(process.versions.node.split('.')[0])): string[] {
+  if (major < SEMI_SPACE_CAP_FROM_MAJOR || argv.length === 0 || nodeOptions.some((a) => a.includes('--max-semi-space-size'))) return argv;
   return [argv[0]!, `--max-semi-space-size=${SEMI_SPACE_MB}`, ...argv.slice(1)];
 }
 
@@ -80,19 +88,20 @@ export function commandLine(): string[] {
 }
 
 /**
- * Starts the process again with MALLOC_ARENA_MAX set and V8's semi-spaces capped (SEMI_SPACE_MB, unless the
- * operator set a cap: V8 sizes them as the isolate starts), once, before the server loads. glibc reads the variable
- * only as the process starts, and by the time JavaScript runs V8's helper threads already hold arenas of their
- * own (mallopt from here caps only threads started later: about half the gain), so the relay execs itself: the
- * same process (pid, parent, stdio), the same command line, one more Node start-up (~60 ms). It does not when
- * an operator set MALLOC_ARENA_MAX or the `glibc.malloc.arena_max` tunable (their choice stands), without the
- * addon or glibc, under an inspector (a debugger would lose the process it attached to), valgrind (which would
- * run only the first image) or a sampling CPU profiler (`--cpu-prof`, `--prof`: its SIGPROF, sent by a thread
- * the exec ends, can still be pending, and an exec keeps pending signals but not their handlers, so the new image
- * would die of it before its own profiler starts: seen in 2 starts of 6), or with an IPC channel to its parent
- * (`child_process.fork`, process managers, cluster workers: the channel's fd is close-on-exec, so the parent would
- * see it disconnect while the new image took NODE_CHANNEL_FD for whatever fd came to have that number); then, or
- * when the exec fails, it returns and the cap applies to the threads started from now on.
+ * Starts the process again with MALLOC_ARENA_MAX set and, on Node 24 and later, V8's semi-spaces capped
+ * (SEMI_SPACE_MB, unless the operator set a cap: V8 sizes them as the isolate starts), once, before the server
+ * loads. glibc reads the variable only as the process starts, and by the time JavaScript runs V8's helper
+ * threads already hold arenas of their own (mallopt from here caps only threads started later: about half the
+ * gain), so the relay execs itself: the same process (pid, parent, stdio), the same command line, one more Node
+ * start-up (~60 ms). It does not when an operator set MALLOC_ARENA_MAX or the `glibc.malloc.arena_max` tunable
+ * (their choice stands), without the addon or glibc, under an inspector (a debugger would lose the process it
+ * attached to), valgrind (which would run only the first image) or a sampling CPU profiler (`--cpu-prof`,
+ * `--prof`: its SIGPROF, sent by a thread the exec ends, can still be pending, and an exec keeps pending signals
+ * but not their handlers, so the new image would die of it before its own profiler starts: seen in 2 starts of
+ * 6), or with an IPC channel to its parent (`child_process.fork`, process managers, cluster workers: the
+ * channel's fd is close-on-exec, so the parent would see it disconnect while the new image took NODE_CHANNEL_FD
+ * for whatever fd came to have that number); then, or when the exec fails, it returns and the cap applies to the
+ * threads started from now on.
  */
 export function restartForMemory(
   env: NodeJS.ProcessEnv = process.env,

@@ -72,7 +72,11 @@ const WORKER_URL = import.meta.url.endsWith('.ts')
   ? new URL('../dist/report-worker.js', import.meta.url)
   : new URL('./report-worker.js', import.meta.url);
 
-/** The worker's young generation (both semi-spaces), in MB. */
+/**
+ * The worker's young generation (both semi-spaces), in MB. A `--max-semi-space-size` on Node's command line
+ * outweighs it (V8's flags hold for every isolate): the relay's restart puts one there only on Node 24 and later
+ * (memory-trim.ts, SEMI_SPACE_CAP_FROM_MAJOR).
+ */
 const YOUNG_GENERATION_MB = 8;
 
 /**
