@@ -11,10 +11,9 @@
 //   npm run bench:conversations -- [--conversations N] [--turns T] [--rounds R] [--before DIR]
 //     --before DIR   another checkout (built: `npm run build` there) measured beside this one
 import http from 'node:http';
-import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { exitOnProblems, parseCommandLine } from './lib/options.mjs';
-import { ROOT, cleanup, installCleanup, makeLog, makeTempDir, startHelper, startRelay } from './lib/processes.mjs';
+import { ROOT, cleanup, installCleanup, makeLog, makeTempDir, startHelper, startRelay, threadTicks } from './lib/processes.mjs';
 
 const HELP = `Usage: npm run bench:conversations -- [options]
   --conversations N   conversations per round (default 200)
@@ -48,21 +47,6 @@ let seed = 7;
 const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
 const prose = (n) => Array.from({ length: n }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(' ');
 const SYSTEM = `You are a careful assistant. ${prose(300)}`;
-
-/** Per thread CPU ticks of a process (10 ms each), by thread id. */
-function threadTicks(pid) {
-  const out = new Map();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(tid, Number(fields[11]) + Number(fields[12]));
-    } catch {
-      // the thread ended
-    }
-  }
-  return out;
-}
 
 /** Runs one round of conversations against url; returns the number of exchanges. */
 async function converse(url, tag) {

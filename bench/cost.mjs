@@ -4,7 +4,8 @@
 //
 //   CPU time per exchange    cpu.sh: user + system µs per answer, all threads (relay hit, miss, streamed miss,
 //                            direct-API report) against the mock upstream answering directly and a bare
-//                            @fastify/http-proxy; and each row's floor (reference-proxy.mjs, report-floor.mjs)
+//                            @fastify/http-proxy; each row's floor (reference-proxy.mjs, report-floor.mjs); and
+//                            the relay's rows thread by thread (event loop, report worker, the rest)
 //   instructions             cost.sh (valgrind callgrind; ~20 min, only with --instructions)
 //   memory                   streams.mjs: RSS idle, with 1,000 streams open, after two rounds; the same rounds
 //                            through the floor (bench/reference-proxy.mjs --kind http: node:http + undici)
@@ -21,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeSection } from './lib/results-file.mjs';
-import { BENCH_DIR, ROOT, cpuTimeMs, freePort, sleep, startHelper, startRelay, stopChild } from './lib/processes.mjs';
+import { BENCH_DIR, ROOT, cpuTimeMs, freePort, sleep, startHelper, startRelay, stopChild, threadTicks } from './lib/processes.mjs';
 
 const HELP = `Usage: node bench/cost.mjs [options]      (npm run bench:cost builds first)
 
@@ -119,6 +120,28 @@ function clientCpu(url, mode, pid) {
 }
 
 /**
+ * The relay's CPU µs per answer under the same client.mjs load, thread by thread: the event loop (the
+ * process's first thread), the report worker (the busiest thread the relay did not have when it became
+ * ready: it starts with the first report and again after an idle stop) and the rest (V8's helper threads,
+ * libuv's pool). `atReady`: the relay's thread ids right after it answered /healthz.
+ */
+function clientThreads(url, mode, pid, atReady) {
+  const run = (n) => execFileSync(process.execPath, [path.join(shared, 'client.mjs'), url, mode, String(n), process.env.C ?? '8'], { encoding: 'utf8' });
+  run(Number(process.env.WARM ?? 3000));
+  const n = Number(process.env.N ?? 20000);
+  const before = threadTicks(pid);
+  run(n);
+  const after = threadTicks(pid);
+  const used = [...after].map(([tid, ticks]) => [tid, ticks - (before.get(tid) ?? 0)]);
+  const loop = used.find(([tid]) => tid === String(pid))?.[1] ?? 0;
+  const worker = Math.max(0, ...used.filter(([tid]) => tid !== String(pid) && !atReady.has(tid)).map(([, t]) => t));
+  const all = used.reduce((sum, [, t]) => sum + t, 0);
+  // (ticks of 10 ms: µs per answer)
+  const us = (ticks) => Math.round((ticks * 10_000 * 10) / n) / 10;
+  return { all: us(all), loop: us(loop), worker: us(worker), others: us(all - loop - worker) };
+}
+
+/**
  * The floor of each CPU row, in the same minutes, under the same client.mjs loads: what the least server in
  * Node doing that row's job costs, against the row's own reference measured again beside it.
  *   hit           bench/reference-proxy.mjs --kind replay (node:http, a Map from request body to the first
@@ -128,6 +151,8 @@ function clientCpu(url, mode, pid) {
  *   report        bench/report-floor.mjs --durable (node:http, JSON.parse, the turn's bodies appended to a
  *                 file and fdatasync'd together, a 201) against the mock answering directly
  */
+/** the relay's rows per thread, measured by floors() beside them */
+let threads = [];
 async function floors() {
   const port = await freePort();
   const upstreamUrl = `http://127.0.0.1:${port}`;
@@ -150,6 +175,13 @@ async function floors() {
     // bench/bare-proxy.mjs: the same app, at the same versions, as the shared tools' anchors/fastify-proxy.mjs
     const bare = await measured(() => startHelper('bare proxy', 'bare-proxy.mjs', ['--upstream', upstreamUrl]), ['miss', 'stream-miss']);
     const durable = await measured(() => startHelper('durable floor', 'report-floor.mjs', ['--durable', path.join(dir, 'journal')]), ['report']);
+    const relay = await startRelay({ cli: path.join(ROOT, 'dist/cli.js'), upstreamUrl, dataDir: path.join(dir, 'relay'), buildCommand: 'npm run bench:cost' });
+    try {
+      const atReady = new Set(threadTicks(relay.child.pid).keys());
+      threads = ['hit', 'miss', 'stream-miss', 'report'].map((mode) => [mode, clientThreads(relay.url, mode, relay.child.pid, atReady)]);
+    } finally {
+      await stopChild(relay, 15_000);
+    }
     return [
       ['hit', 'node:http answering from a Map (reference-proxy.mjs --kind replay)', replay.hit, 'the mock answering directly', direct, 1.5],
       ['miss', 'node:http + undici (reference-proxy.mjs --kind http)', http.miss, 'bare proxy', bare.miss, 1.2],
@@ -165,7 +197,7 @@ async function floors() {
 if (!skip.has('cpu')) {
   log('cpu.sh: CPU time per exchange (about 2 minutes)');
   const rows = runTool('cpu.sh');
-  log('the floor of each row under the same loads (about a minute)');
+  log('the floor of each row, and the relay thread by thread, under the same loads (about two minutes)');
   const f = await floors();
   sections.push(
     '### CPU time per exchange (`cpu.sh`: user + system µs, all threads, 20,000 answers after 3,000 warm-up, 8 in flight)',
@@ -185,6 +217,15 @@ if (!skip.has('cpu')) {
       const errors = floor.errors + ref.errors;
       return `| ${name} | ${floorName} | ${floor.us}${errors ? ` (${errors} errors)` : ''} | ${refName} | ${ref.us} | ${fmt(r)}× | ≤ ${limit}× | ${fmt(limit - r)}× of the reference |`;
     }),
+    '',
+  );
+  sections.push(
+    "Where the relay's CPU goes, thread by thread, under the same loads right after (the relay alone, fed by the same mock; " +
+      'the report worker is the busiest thread started after the relay was ready):',
+    '',
+    '| exchange | all threads µs | event loop | report worker | other threads (V8, libuv) |',
+    '|---|--:|--:|--:|--:|',
+    ...threads.map(([mode, t]) => `| ${mode} | ${t.all} | ${t.loop} | ${t.worker} | ${t.others} |`),
     '',
   );
   for (const [name, , floor, , ref] of f)

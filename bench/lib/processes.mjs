@@ -5,10 +5,11 @@
 //   startHelper(name, script, args)         a bench/ helper that prints {"port","url"}
 //   startRelay({ cli, upstreamUrl, … })     the built relay on a free port, ready on /healthz
 //   makeTempDir(prefix)                     a temp dir that cleanup() removes
+//   cpuTimeMs(pid), threadTicks(pid)        CPU a process has used, in all and per thread (/proc)
 //   cleanup()                               stop every child (the relay first), remove the temp dir
 import { request } from 'undici';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -70,6 +71,21 @@ export function cpuTimeMs(pid) {
   }
 }
 const CLOCK_TICKS = 100; // USER_HZ: 100 on every Linux architecture node supports
+
+/** CPU ticks (user + system, CLOCK_TICKS a second) each thread of a process has used so far, by thread id (Linux). */
+export function threadTicks(pid) {
+  const out = new Map();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(tid, Number(fields[11]) + Number(fields[12]));
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
+}
 
 /** Call onLine with every complete line of a stream (a runaway line of over 1 MB is dropped). */
 export function forEachLine(stream, onLine) {
