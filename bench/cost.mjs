@@ -111,12 +111,22 @@ function perExchange(rows, field, unit, limits) {
  * as cpu.sh measures its rows: WARM answers first, then N counted, C in flight (cpu.sh's defaults).
  */
 function clientCpu(url, mode, pid) {
-  const run = (n) => execFileSync(process.execPath, [path.join(shared, 'client.mjs'), url, mode, String(n), process.env.C ?? '8'], { encoding: 'utf8' });
-  run(Number(process.env.WARM ?? 3000));
-  const n = Number(process.env.N ?? 20000);
+  const n = warmThenCount(url, mode);
   const before = cpuTimeMs(pid);
-  const { errors } = JSON.parse(run(n).trim().split('\n').pop());
+  const { errors } = clientRun(url, mode, n);
   return { us: Math.round(((cpuTimeMs(pid) - before) * 1000) / n), errors };
+}
+
+/** One run of ../shared/bench/client.mjs: its summary ({"n","errors"}). */
+function clientRun(url, mode, n) {
+  const out = execFileSync(process.execPath, [path.join(shared, 'client.mjs'), url, mode, String(n), process.env.C ?? '8'], { encoding: 'utf8' });
+  return JSON.parse(out.trim().split('\n').pop());
+}
+
+/** The warm-up run (WARM answers); the number of answers to count next (N). */
+function warmThenCount(url, mode) {
+  clientRun(url, mode, Number(process.env.WARM ?? 3000));
+  return Number(process.env.N ?? 20000);
 }
 
 /**
@@ -126,11 +136,9 @@ function clientCpu(url, mode, pid) {
  * libuv's pool). `atReady`: the relay's thread ids right after it answered /healthz.
  */
 function clientThreads(url, mode, pid, atReady) {
-  const run = (n) => execFileSync(process.execPath, [path.join(shared, 'client.mjs'), url, mode, String(n), process.env.C ?? '8'], { encoding: 'utf8' });
-  run(Number(process.env.WARM ?? 3000));
-  const n = Number(process.env.N ?? 20000);
+  const n = warmThenCount(url, mode);
   const before = threadTicks(pid);
-  run(n);
+  const { errors } = clientRun(url, mode, n);
   const after = threadTicks(pid);
   const used = [...after].map(([tid, ticks]) => [tid, ticks - (before.get(tid) ?? 0)]);
   const loop = used.find(([tid]) => tid === String(pid))?.[1] ?? 0;
@@ -138,8 +146,11 @@ function clientThreads(url, mode, pid, atReady) {
   const all = used.reduce((sum, [, t]) => sum + t, 0);
   // (ticks of 10 ms: µs per answer)
   const us = (ticks) => Math.round((ticks * 10_000 * 10) / n) / 10;
-  return { all: us(all), loop: us(loop), worker: us(worker), others: us(all - loop - worker) };
+  return { all: us(all), loop: us(loop), worker: us(worker), others: us(all - loop - worker), errors };
 }
+
+/** the relay's rows per thread, measured by floors() beside them */
+let threads = [];
 
 /**
  * The floor of each CPU row, in the same minutes, under the same client.mjs loads: what the least server in
@@ -151,8 +162,6 @@ function clientThreads(url, mode, pid, atReady) {
  *   report        bench/report-floor.mjs --durable (node:http, JSON.parse, the turn's bodies appended to a
  *                 file and fdatasync'd together, a 201) against the mock answering directly
  */
-/** the relay's rows per thread, measured by floors() beside them */
-let threads = [];
 async function floors() {
   const port = await freePort();
   const upstreamUrl = `http://127.0.0.1:${port}`;
@@ -225,7 +234,7 @@ if (!skip.has('cpu')) {
     '',
     '| exchange | all threads µs | event loop | report worker | other threads (V8, libuv) |',
     '|---|--:|--:|--:|--:|',
-    ...threads.map(([mode, t]) => `| ${mode} | ${t.all} | ${t.loop} | ${t.worker} | ${t.others} |`),
+    ...threads.map(([mode, t]) => `| ${mode} | ${t.all}${t.errors ? ` (${t.errors} errors)` : ''} | ${t.loop} | ${t.worker} | ${t.others} |`),
     '',
   );
   for (const [name, , floor, , ref] of f)
