@@ -22,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeSection } from './lib/results-file.mjs';
-import { BENCH_DIR, ROOT, cpuTimeMs, freePort, sleep, startHelper, startRelay, stopChild, threadTicks } from './lib/processes.mjs';
+import { BENCH_DIR, CLOCK_TICKS, ROOT, cpuTimeMs, freePort, sleep, startHelper, startRelay, stopChild, threadTicks } from './lib/processes.mjs';
 
 const HELP = `Usage: node bench/cost.mjs [options]      (npm run bench:cost builds first)
 
@@ -144,8 +144,8 @@ function clientThreads(url, mode, pid, atReady) {
   const loop = used.find(([tid]) => tid === String(pid))?.[1] ?? 0;
   const worker = Math.max(0, ...used.filter(([tid]) => tid !== String(pid) && !atReady.has(tid)).map(([, t]) => t));
   const all = used.reduce((sum, [, t]) => sum + t, 0);
-  // (ticks of 10 ms: µs per answer)
-  const us = (ticks) => Math.round((ticks * 10_000 * 10) / n) / 10;
+  // µs per answer, to a tenth
+  const us = (ticks) => Math.round((ticks * 1e7) / CLOCK_TICKS / n) / 10;
   return { all: us(all), loop: us(loop), worker: us(worker), others: us(all - loop - worker), errors };
 }
 

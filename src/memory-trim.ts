@@ -21,6 +21,7 @@
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { loadAddon } from './native-addon.js';
+import { NODE_MAJOR } from './node-major.js';
 
 export interface Binding {
   trim(): boolean;
@@ -70,7 +71,7 @@ export const SEMI_SPACE_CAP_FROM_MAJOR = 24;
  * The command line the restart runs: `argv` with the semi-space cap after the executable on Node 24 and later
  * (`major`), unless the operator gave one (on the command line or in NODE_OPTIONS, both in `nodeOptions`).
  */
-export function withSemiSpaceCap(argv: string[], nodeOptions: string[], major: number = Number(process.versions.node.split('.')[0])): string[] {
+export function withSemiSpaceCap(argv: string[], nodeOptions: string[], major: number = NODE_MAJOR): string[] {
   if (major < SEMI_SPACE_CAP_FROM_MAJOR || argv.length === 0 || nodeOptions.some((a) => a.includes('--max-semi-space-size'))) return argv;
   return [argv[0]!, `--max-semi-space-size=${SEMI_SPACE_MB}`, ...argv.slice(1)];
 }

@@ -70,7 +70,7 @@ export function cpuTimeMs(pid) {
     return undefined;
   }
 }
-const CLOCK_TICKS = 100; // USER_HZ: 100 on every Linux architecture node supports
+export const CLOCK_TICKS = 100; // USER_HZ: 100 on every Linux architecture node supports
 
 /** CPU ticks (user + system, CLOCK_TICKS a second) each thread of a process has used so far, by thread id (Linux). */
 export function threadTicks(pid) {

@@ -16,6 +16,7 @@
 // 12's (@types/better-sqlite3).
 import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
+import { NODE_MAJOR } from '../node-major.js';
 
 export type Database = BetterSqlite3.Database;
 export type DatabaseConstructor = typeof BetterSqlite3;
@@ -24,7 +25,7 @@ export type DatabaseConstructor = typeof BetterSqlite3;
 export const NAPI_FROM_MAJOR = 22;
 
 /** The package name for this Node's major (`better-sqlite3-napi` is better-sqlite3 13). */
-export function driverPackage(nodeMajor: number = Number(process.versions.node.split('.')[0])): string {
+export function driverPackage(nodeMajor: number = NODE_MAJOR): string {
   return nodeMajor >= NAPI_FROM_MAJOR ? 'better-sqlite3-napi' : 'better-sqlite3';
 }
 

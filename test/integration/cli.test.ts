@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { SETTINGS, flagName, helpText } from '../../src/config.js';
 import { SEMI_SPACE_CAP_FROM_MAJOR, SEMI_SPACE_MB } from '../../src/memory-trim.js';
+import { NODE_MAJOR } from '../../src/node-major.js';
 import { VERSION } from '../../src/version.js';
 import { CLI, runCli } from '../helpers/relay-process.js';
 
@@ -129,7 +130,7 @@ describe('few malloc arenas and a capped young generation (memory-trim.ts, resta
     // the pid the parent spawned now runs with the variable: it was restarted in place, not forked
     expect(await procList(relay.child.pid!, 'environ')).toContain('MALLOC_ARENA_MAX=3');
     // with the command line it was given (ps shows the same), V8's semi-spaces capped where Node's default is larger
-    const cap = Number(process.versions.node.split('.')[0]) >= SEMI_SPACE_CAP_FROM_MAJOR ? [`--max-semi-space-size=${SEMI_SPACE_MB}`] : [];
+    const cap = NODE_MAJOR >= SEMI_SPACE_CAP_FROM_MAJOR ? [`--max-semi-space-size=${SEMI_SPACE_MB}`] : [];
     expect(await procList(relay.child.pid!, 'cmdline')).toEqual([process.execPath, ...cap, CLI]);
     const res = await fetch(`${relay.url}/healthz`);
     expect(await res.json()).toEqual({ status: 'ok' });

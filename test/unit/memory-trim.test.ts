@@ -16,6 +16,7 @@ import {
   startMemoryTrim,
   withSemiSpaceCap,
 } from '../../src/memory-trim.js';
+import { NODE_MAJOR } from '../../src/node-major.js';
 
 const MB = 1024 * 1024;
 
@@ -217,7 +218,7 @@ describe('restart with few malloc arenas', () => {
     restartForMemory(env, native, false);
     const [node, ...rest] = commandLine();
     // (the cap only where Node's own default is larger: see the next test)
-    const cap = Number(process.versions.node.split('.')[0]) >= SEMI_SPACE_CAP_FROM_MAJOR ? [`--max-semi-space-size=${SEMI_SPACE_MB}`] : [];
+    const cap = NODE_MAJOR >= SEMI_SPACE_CAP_FROM_MAJOR ? [`--max-semi-space-size=${SEMI_SPACE_MB}`] : [];
     expect(f.calls).toEqual([`exec ${process.execPath} ${[node, ...cap, ...rest].join(' ')}`, `limit ${MALLOC_ARENAS}`]);
     expect(env.MALLOC_ARENA_MAX).toBeUndefined();
   });
