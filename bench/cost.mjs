@@ -354,13 +354,25 @@ async function floorPerSecond() {
       child.once('exit', (code) => reject(new Error(`report-floor.mjs exited (${code})`)));
       child.stdout.once('data', (d) => resolve(JSON.parse(String(d).split('\n')[0]).url));
     });
-    return await postReports(url);
+    return await postReports(url, child.pid);
   } finally {
     child.kill('SIGTERM');
   }
 }
 
-async function postReports(base) {
+/** The machine's CPU time so far, in clock ticks: [busy, idle] (idle counts iowait: a core waiting on the disk is free). */
+function machineTicks() {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const idle = f[3] + f[4];
+  return [f.reduce((a, b) => a + b, 0) - idle, idle];
+}
+
+/**
+ * Durable reports/s under 50 clients, and where the time went while they were measured: the CPU the server
+ * (pid) used, in cores, and the cores the machine left idle. A server that answers fewer reports while
+ * cores stay idle waits on something (a sync, a hand-over between its threads), rather than on the CPU.
+ */
+async function postReports(base, pid) {
   const load = (duration) =>
     autocannon({
       url: `${base}/api/reporting/v2/request`,
@@ -371,15 +383,25 @@ async function postReports(base) {
       body: REPORT,
     });
   await load(2);
+  const cpu0 = cpuTimeMs(pid);
+  const [busy0, idle0] = machineTicks();
   const r = await load(5);
-  return { rps: r['2xx'] / 5, errors: r.non2xx + r.errors };
+  const cpu1 = cpuTimeMs(pid);
+  const [busy1, idle1] = machineTicks();
+  const seconds = (busy1 - busy0 + idle1 - idle0) / CLOCK_TICKS / os.cpus().length;
+  return {
+    rps: r['2xx'] / 5,
+    errors: r.non2xx + r.errors,
+    cores: cpu0 !== undefined && cpu1 !== undefined ? (cpu1 - cpu0) / 1000 / seconds : NaN,
+    idle: (idle1 - idle0) / CLOCK_TICKS / seconds,
+  };
 }
 
 async function reportsPerSecond(dir) {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'relay-cost-rps-'));
   const relay = await startRelay({ cli: path.join(dir, 'dist', 'cli.js'), upstreamUrl: 'http://127.0.0.1:9', dataDir, buildCommand: 'npm run build' });
   try {
-    return await postReports(relay.url);
+    return await postReports(relay.url, relay.child.pid);
   } finally {
     await stopChild(relay, 10_000);
     rmSync(dataDir, { recursive: true, force: true });
@@ -397,13 +419,16 @@ if (!skip.has('reports')) {
     got.get('floor').push(await floorPerSecond());
   }
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  const lines = ['| relay | commit | durable reports/s (median) | rounds | non-2xx |', '|---|---|--:|---|--:|'];
-  for (const [name, dir] of dirs) {
-    const runs = got.get(name);
-    lines.push(`| ${name} | ${commitOf(dir)} | ${Math.round(median(runs.map((x) => x.rps))).toLocaleString('en')} | ${runs.map((x) => Math.round(x.rps)).join(', ')} | ${runs.reduce((s, x) => s + x.errors, 0)} |`);
-  }
+  const lines = [
+    '| relay | commit | durable reports/s (median) | rounds | its CPU, cores (median) | machine idle, cores (median) | non-2xx |',
+    '|---|---|--:|---|--:|--:|--:|',
+  ];
+  const row = (name, commit, runs) =>
+    `| ${name} | ${commit} | ${Math.round(median(runs.map((x) => x.rps))).toLocaleString('en')} | ${runs.map((x) => Math.round(x.rps)).join(', ')} | ` +
+    `${fmt(median(runs.map((x) => x.cores)))} | ${fmt(median(runs.map((x) => x.idle)))} | ${runs.reduce((s, x) => s + x.errors, 0)} |`;
+  for (const [name, dir] of dirs) lines.push(row(name, commitOf(dir), got.get(name)));
   const floor = got.get('floor');
-  lines.push(`| floor: node:http + JSON.parse + 201, nothing kept (bench/report-floor.mjs) | — | ${Math.round(median(floor.map((x) => x.rps))).toLocaleString('en')} | ${floor.map((x) => Math.round(x.rps)).join(', ')} | ${floor.reduce((s, x) => s + x.errors, 0)} |`);
+  lines.push(row('floor: node:http + JSON.parse + 201, nothing kept (bench/report-floor.mjs)', '—', floor));
   if (values.before) {
     const r = median(got.get('this checkout').map((x) => x.rps)) / median(got.get('before').map((x) => x.rps));
     targets.push({ what: 'durable reports/s against before', value: `${fmt(r)}×`, limit: '≥ 2×', verdict: Number.isFinite(r) ? (r >= 2 ? 'PASS' : 'FAIL') : '—' });
@@ -411,7 +436,14 @@ if (!skip.has('reports')) {
     const f = median(floor.map((x) => x.rps)) / median(got.get('before').map((x) => x.rps));
     targets.push({ what: 'the floor (report-floor.mjs) against before', value: `${fmt(f)}×`, limit: '(the most any relay could reach)', verdict: '—' });
   }
-  sections.push('### Durable reports/s (50 clients posting to `/api/reporting/v2/request`, 5 s after 2 s warm-up, SQLite)', '', ...lines, '');
+  sections.push(
+    '### Durable reports/s (50 clients posting to `/api/reporting/v2/request`, 5 s after 2 s warm-up, SQLite)',
+    '',
+    ...lines,
+    '',
+    `CPU: the server's own (all threads), in cores of the ${os.cpus().length}; idle: what the machine left unused meanwhile (with iowait). The load generator runs in this process, on the same cores.`,
+    '',
+  );
 }
 
 const markdown = [
