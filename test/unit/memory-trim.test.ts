@@ -244,6 +244,21 @@ describe('restart with few malloc arenas', () => {
     for (const major of [20, 22]) expect(withSemiSpaceCap(line, ['--enable-source-maps', ''], major)).toEqual(line);
   });
 
+  it('the Docker image, which needs no restart (it sets MALLOC_ARENA_MAX), starts with the cap the restart would add', () => {
+    // The image's command line carries the cap itself; the two must not drift apart.
+    const dockerfile = readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8');
+    expect(dockerfile).toMatch(/^ENV MALLOC_ARENA_MAX=\d+/m);
+    const majors = [...dockerfile.matchAll(/^FROM node:(\d+)/gm)].map((m) => Number(m[1]));
+    expect(majors.length).toBeGreaterThan(0);
+    const cmd = dockerfile.match(/^CMD (\[.*\])$/m);
+    expect(cmd).not.toBeNull();
+    const argv = JSON.parse(cmd![1]!) as string[];
+    for (const major of majors) {
+      expect(major).toBeGreaterThanOrEqual(SEMI_SPACE_CAP_FROM_MAJOR);
+      expect(argv).toEqual(withSemiSpaceCap(['node', 'dist/cli.js'], [''], major));
+    }
+  });
+
   it("leaves an operator's setting, a C library other than glibc and a missing addon alone", () => {
     for (const env of [{ MALLOC_ARENA_MAX: '8' }, { GLIBC_TUNABLES: 'glibc.malloc.tcache_count=0:glibc.malloc.arena_max=4' }]) {
       const f = fake();
