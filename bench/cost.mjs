@@ -360,11 +360,10 @@ async function floorPerSecond() {
   }
 }
 
-/** The machine's CPU time so far, in clock ticks: [busy, idle] (idle counts iowait: a core waiting on the disk is free). */
+/** The machine's CPU time so far, in clock ticks: [all, idle] (idle counts iowait: a core waiting on the disk is free). */
 function machineTicks() {
   const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  const idle = f[3] + f[4];
-  return [f.reduce((a, b) => a + b, 0) - idle, idle];
+  return [f.reduce((a, b) => a + b, 0), f[3] + f[4]];
 }
 
 /**
@@ -384,11 +383,11 @@ async function postReports(base, pid) {
     });
   await load(2);
   const cpu0 = cpuTimeMs(pid);
-  const [busy0, idle0] = machineTicks();
+  const [all0, idle0] = machineTicks();
   const r = await load(5);
   const cpu1 = cpuTimeMs(pid);
-  const [busy1, idle1] = machineTicks();
-  const seconds = (busy1 - busy0 + idle1 - idle0) / CLOCK_TICKS / os.cpus().length;
+  const [all1, idle1] = machineTicks();
+  const seconds = (all1 - all0) / CLOCK_TICKS / os.cpus().length;
   return {
     rps: r['2xx'] / 5,
     errors: r.non2xx + r.errors,
