@@ -5,7 +5,7 @@ import type { CacheService } from '../core/cache-service.js';
 import { answerBody, fromCachedResponse, jsonCachedResponse } from '../core/cached-response.js';
 import { apiNamespace } from '../core/namespace.js';
 import { errorBody } from './error-handler.js';
-import { CacheHeaders, ErrorBody, RetrieveBody, RetrieveHit, SaveBody, SaveReply } from './schemas.js';
+import { CacheHeaders, ErrorBody, RetrieveBody, RetrieveHit, SaveBody, SaveReply } from './schemas.generated.js';
 
 export interface CacheRoutesOptions {
   cache: CacheService;

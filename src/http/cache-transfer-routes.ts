@@ -4,20 +4,14 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
 import { decodeUtf8Strict } from '../core/json-guard.js';
-import { Type } from 'typebox';
 import { NDJSON_CONTENT_TYPE, exportEntries, importEntries, splitNdjson } from '../core/cache-transfer.js';
 import { RELAY_ERR_CACHE_UNAVAILABLE, RELAY_ERR_UNSUPPORTED_MEDIA_TYPE, StoreUnavailableError } from '../errors.js';
 import type { CacheStore } from '../storage/cache-store.js';
-import { ErrorBody } from './schemas.js';
+import { CacheExportBody, ErrorBody, ImportReply } from './schemas.generated.js';
 
 export interface CacheTransferRoutesOptions {
   store: CacheStore;
 }
-
-const ImportReply = Type.Object({
-  imported: Type.Integer({ description: 'entries written to the cache store' }),
-  skipped: Type.Integer({ description: 'valid entries left out because they had expired' }),
-});
 
 const LINE_FORMAT =
   'One JSON object per line: {"key": "<namespace>:<sha256 hex>", "createdAt": <epoch ms>, "expiresAt": <epoch ms>, "value": <cached response object>}.';
@@ -54,7 +48,7 @@ export const cacheTransferRoutes: FastifyPluginAsync<CacheTransferRoutesOptions>
         summary: 'Export every live cache entry as NDJSON',
         description: `${LINE_FORMAT} Expired entries are left out. The answer is streamed.`,
         produces: [NDJSON_CONTENT_TYPE],
-        response: { 200: Type.String({ description: `${NDJSON_CONTENT_TYPE}, one entry per line` }), 503: ErrorBody },
+        response: { 200: CacheExportBody, 503: ErrorBody },
       },
     },
     async (_request, reply) => {

@@ -3,7 +3,7 @@
 // (router, hooks, content-type parser, reply, serializer) cost more than the route's own work here; the
 // edge does what they did for this route in the relay's own terms, with the same pieces: the token check,
 // the body limit, the strict JSON rules (core/json-guard), the route's TypeBox schema (its check generated
-// by TypeBox, report-check.generated.ts; fastify's own validator compiler for the messages of a body it
+// by TypeBox, schemas.generated.ts; fastify's own validator compiler for the messages of a body it
 // refuses), the error bodies and validation messages of the error handler, the access log line
 // and the request counter. Only requests of the usual form come here (an application/json body whose
 // length is declared and within the limit); any other form goes to fastify's route, which answers it as
@@ -46,17 +46,16 @@ type Explain = (value: unknown) => { value?: unknown; error?: unknown[] };
 export function createReportEdge(opts: ReportEdgeOptions): ReportEdge {
   const { log } = opts;
   // The schema's check, loaded with the first report: TypeBox's standalone code for ReportBody, generated into
-  // the tree, with the date-time validator fastify's route gets from registerAjvFormats (ajv-formats). TypeBox
-  // itself — ~700 modules, ~0.5 s and ~30 MB to load — only for the messages of a body the check refuses,
-  // from the compiler the route uses (test/unit/report-check.test.ts keeps the two in agreement).
+  // the tree (schemas.generated.ts) with the date-time validator fastify's route gets from registerAjvFormats
+  // (ajv-formats). TypeBox itself — ~700 modules, ~0.5 s and ~30 MB to load — only for the messages of a body
+  // the check refuses, from the compiler the route uses (test/unit/schemas-generated.test.ts keeps the two in
+  // agreement).
   let check: ((value: unknown) => boolean) | undefined;
   let loading: Promise<(value: unknown) => boolean> | undefined;
   const checkOf = (): ((value: unknown) => boolean) | Promise<(value: unknown) => boolean> =>
     check ??
-    (loading ??= Promise.all([import('./report-check.generated.js'), import('ajv-formats/dist/formats.js')]).then(([generated, formats]) => {
-      const { fullFormats } = formats.default as { fullFormats: Record<string, { validate: (s: string) => boolean }> };
-      generated.SetExternal({ variables: generated.EXTERNAL_FORMATS.map((name: string) => fullFormats[name]!.validate) });
-      check = generated.Check as (value: unknown) => boolean;
+    (loading ??= import('./schemas.generated.js').then((generated) => {
+      check = generated.CHECKS.get(generated.schemaKey('body', generated.ReportBody))!;
       return check;
     }));
   let explaining: Promise<Explain> | undefined;

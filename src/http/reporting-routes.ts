@@ -1,7 +1,7 @@
 // POST /api/reporting/v2/request and reading reports back: one, a page, all of them as NDJSON, or stats.
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { type Static, Type } from 'typebox';
+import type { Static } from 'typebox';
 import { RELAY_ERR_NOT_FOUND, RELAY_ERR_VALIDATION } from '../errors.js';
 import { uuidv7 } from '../core/ids.js';
 import type { ReportService } from '../core/report-service.js';
@@ -12,20 +12,18 @@ import {
   IdParams,
   ListQuery,
   ReportBody,
+  ReportExportLine,
   ReportPageBody,
   StatsBody,
   StatsQuery,
   StoredReportBody,
-} from './schemas.js';
+} from './schemas.generated.js';
 
 export interface ReportingRoutesOptions {
   reports: ReportService;
 }
 
 const PROPERTY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
-
-/** The schema of one line, for the docs; the handler sends a stream of such lines. */
-const NdjsonLines = Type.Unsafe<Readable>(StoredReportBody);
 
 /** The reply is JSON text already. */
 const passThrough = (text: unknown): string => text as string;
@@ -83,7 +81,7 @@ export const reportingRoutes: FastifyPluginAsyncTypebox<ReportingRoutesOptions> 
         response: {
           200: {
             description: 'one report per line',
-            content: { 'application/x-ndjson': { schema: NdjsonLines } },
+            content: { 'application/x-ndjson': { schema: ReportExportLine } },
           },
           400: ErrorBody,
           503: ErrorBody,

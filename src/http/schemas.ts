@@ -1,4 +1,8 @@
-// Route schemas (TypeBox): the same objects validate requests and produce the OpenAPI document at /docs.
+// Route schemas, written with TypeBox: the source of the routes' types, of their request checks and of the
+// OpenAPI document at /docs. The relay does not load this module (TypeBox takes ~0.5 s and ~30 MB to load):
+// the routes take the same schemas as JSON from schemas.generated.ts, which a test writes from this file
+// with TypeBox's standalone checks of the bodies and headers (see http/site-validation.ts).
+import type { Readable } from 'node:stream';
 import { Type } from 'typebox';
 
 const FreeObject = (description: string) =>
@@ -179,3 +183,14 @@ export const ReportPageBody = Type.Object({
 });
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+
+/** One line of the report export, for the docs; the route sends a stream of such lines. */
+export const ReportExportLine = Type.Unsafe<Readable>(StoredReportBody);
+
+/** The cache export's answer, for the docs. */
+export const CacheExportBody = Type.String({ description: 'application/x-ndjson, one entry per line' });
+
+export const ImportReply = Type.Object({
+  imported: Type.Integer({ description: 'entries written to the cache store' }),
+  skipped: Type.Integer({ description: 'valid entries left out because they had expired' }),
+});

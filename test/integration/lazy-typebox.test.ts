@@ -1,0 +1,78 @@
+// The site checks the bodies and headers of the cache routes and the report route with the checks
+// generated from their schemas (http/site-validation.ts), so the real @pezzo/client, caching on, is
+// answered by a relay that never loads TypeBox (~0.5 s and ~30 MB); TypeBox loads for the first body a
+// check refuses (whose 400 is the one TypeBox's compiler words) and for the first route with a querystring.
+// The relay is a process of its own (dist/cli.js), whose resolved modules a hook writes out.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Pezzo, PezzoOpenAI } from '@pezzo/client';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { type FakeUpstream, chatCompletion, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { type RelayProcess, spawnRelay } from '../helpers/relay-process.js';
+
+const WATCH = fileURLToPath(new URL('../helpers/typebox-watch.mjs', import.meta.url));
+let upstream: FakeUpstream;
+let relay: RelayProcess;
+let dataDir: string;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  dataDir = mkdtempSync(path.join(os.tmpdir(), 'relay-lazy-typebox-'));
+  relay = await spawnRelay({ RELAY_DATA_DIR: dataDir, RELAY_UPSTREAM_URL: upstream.url, NODE_OPTIONS: `--import=${WATCH}` });
+});
+afterAll(async () => {
+  relay?.child.kill('SIGTERM');
+  await relay?.exited;
+  await upstream.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const typeboxLoaded = (): boolean => relay.output().includes('typebox module: ');
+
+async function post(url: string, body: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, body: await res.json() };
+}
+
+it('answers the Pezzo client with caching on without loading TypeBox, and loads it for a refusal and a querystring', async () => {
+  const pezzo = new Pezzo({ serverUrl: relay.url, apiKey: 'pez_test_key', projectId: 'lazy', environment: 'test' });
+  const openai = new PezzoOpenAI(pezzo, { apiKey: 'sk-upstream-test', baseURL: `${upstream.url}/v1` });
+  const params = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'Hello lazy' }] };
+  const first = await openai.chat.completions.create(params, { cache: true });
+  expect(first).toEqual(chatCompletion('echo: Hello lazy'));
+  // (Pezzo zeroes the usage of a cached answer)
+  expect(await openai.chat.completions.create(params, { cache: true })).toEqual({ ...first, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } });
+  expect(upstream.calls).toHaveLength(1);
+  // the same routes with the relay's own headers, and the dashboard
+  const saved = await fetch(`${relay.url}/api/cache/v1/request/save`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-relay-cache-namespace': 'lazy-ns', 'x-relay-cache-ttl': '60' },
+    body: JSON.stringify({ request: { q: 1 }, response: { a: 1 } }),
+  });
+  expect(saved.status).toBe(201);
+  expect(await post(`${relay.url}/api/cache/v1/request/retrieve`, { request: { q: 2 } })).toMatchObject({ status: 404, body: { code: 'RELAY_ERR_CACHE_MISS' } });
+  expect((await fetch(`${relay.url}/dashboard/`)).status).toBe(200);
+  expect(relay.output()).toContain('/api/cache/v1/request/retrieve'); // (the watch is in place: the access log is in the same output)
+  expect(typeboxLoaded()).toBe(false);
+
+  // The first refusal loads TypeBox for its message; the second gets the same answer from it directly.
+  const refused = { statusCode: 400, code: 'RELAY_ERR_VALIDATION', error: 'Bad Request', message: 'body/request must be object' };
+  expect(await post(`${relay.url}/api/cache/v1/request/save`, { request: 1, response: {} })).toEqual({ status: 400, body: refused });
+  expect(typeboxLoaded()).toBe(true);
+  expect(await post(`${relay.url}/api/cache/v1/request/save`, { request: 1, response: {} })).toEqual({ status: 400, body: refused });
+
+  // A querystring is converted as TypeBox's compiler converts it (limit "1" is the number 1). The client's
+  // two reports are sent in the background: the page is read until both are there.
+  let page: { items: { cacheHit: boolean }[]; nextCursor: string | null } = { items: [], nextCursor: null };
+  for (let i = 0; i < 50 && page.nextCursor === null; i++) {
+    if (i > 0) await new Promise((r) => setTimeout(r, 20));
+    const res = await fetch(`${relay.url}/api/reporting/v2/requests?limit=1&environment=test`);
+    expect(res.status).toBe(200);
+    page = (await res.json()) as typeof page;
+  }
+  expect(page.items).toHaveLength(1);
+  expect(page.items[0]!.cacheHit).toBe(true);
+  expect(page.nextCursor).not.toBeNull();
+});
