@@ -11,7 +11,7 @@ import { createRequestIds } from './http/access-log.js';
 import { createTokenCheck } from './http/auth.js';
 import { createMetrics } from './http/metrics.js';
 import { createProxyEdge } from './http/proxy-edge.js';
-import { createReportEdge } from './http/report-edge.js';
+import { createApiEdge } from './http/api-edge.js';
 import { createRelayServer } from './http/relay-server.js';
 import type { Site } from './http/site.js';
 import { createExchange } from './core/exchange.js';
@@ -269,8 +269,9 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
       },
     );
   };
-  const reportEdge = createReportEdge({
+  const apiEdge = createApiEdge({
     reports,
+    cache,
     log: pinoLogger,
     maxBodyBytes: config.maxBodyBytes,
     maxJsonDepth: config.maxJsonDepth,
@@ -279,7 +280,7 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
     closing: () => closing,
     nextRequestId,
   });
-  const server = createRelayServer({ maxHeaderBytes: config.maxHeaderBytes, requestTimeoutMs: config.requestTimeoutMs }, edge, reportEdge, toSite);
+  const server = createRelayServer({ maxHeaderBytes: config.maxHeaderBytes, requestTimeoutMs: config.requestTimeoutMs }, edge, apiEdge, toSite);
 
   let closed: Promise<void> | undefined;
   return {

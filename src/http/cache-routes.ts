@@ -1,10 +1,8 @@
-// POST /api/cache/v1/request/save and /retrieve: the same cache service and key function as the proxy.
+// POST /api/cache/v1/request/save and /retrieve on fastify: requests of a form the API edge does not take
+// (api-edge.ts), and the OpenAPI document. What they do is cache-calls.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { RELAY_ERR_ENTRY_TOO_LARGE } from '../errors.js';
 import type { CacheService } from '../core/cache-service.js';
-import { answerBody, fromCachedResponse, jsonCachedResponse } from '../core/cached-response.js';
-import { apiNamespace } from '../core/namespace.js';
-import { errorBody } from './error-handler.js';
+import { retrieveCall, saveCall } from './cache-calls.js';
 import { CacheHeaders, ErrorBody, RetrieveBody, RetrieveHit, SaveBody, SaveReply } from './schemas.generated.js';
 
 export interface CacheRoutesOptions {
@@ -23,15 +21,7 @@ export const cacheRoutes: FastifyPluginAsyncTypebox<CacheRoutesOptions> = async 
         response: { 201: SaveReply, 400: ErrorBody, 413: ErrorBody, 415: ErrorBody, 503: ErrorBody },
       },
     },
-    async (request, reply) => {
-      const h = request.headers;
-      const namespace = apiNamespace(h['x-relay-cache-namespace'], h['x-pezzo-project-id']);
-      const ttl = h['x-relay-cache-ttl'] === undefined ? undefined : Math.max(1, Number(h['x-relay-cache-ttl']));
-      const hash = cache.hash(request.body.request);
-      const saved = await cache.save(namespace, hash, fromCachedResponse(jsonCachedResponse(request.body.response))!, ttl);
-      if (!saved.stored) throw new RELAY_ERR_ENTRY_TOO_LARGE(cache.maxEntryBytes);
-      return reply.code(201).send({ hash, exp: new Date(saved.expiresAt).toISOString() });
-    },
+    async (request, reply) => reply.code(201).send(await saveCall(cache, request.headers, request.body)),
   );
 
   app.post(
@@ -49,16 +39,8 @@ export const cacheRoutes: FastifyPluginAsyncTypebox<CacheRoutesOptions> = async 
       },
     },
     async (request, reply) => {
-      const h = request.headers;
-      const namespace = apiNamespace(h['x-relay-cache-namespace'], h['x-pezzo-project-id']);
-      const hash = cache.hash(request.body.request);
-      const hit = await cache.lookup(namespace, hash);
-      if (hit) return { hit: true, data: answerBody(hit.answer) };
-      // The Pezzo client throws on any non-2xx, so it is told about a miss with a 200.
-      if (h['x-pezzo-api-key'] !== undefined) return { hit: false, data: null };
-      return reply
-        .code(404)
-        .send(errorBody(404, 'RELAY_ERR_CACHE_MISS', `No cached entry for this request (key ${hash})`, { hit: false, data: null }));
+      const answer = await retrieveCall(cache, request.headers, request.body);
+      return answer.status === 404 ? reply.code(404).send(answer.body) : answer.body;
     },
   );
 };

@@ -1,13 +1,13 @@
 // The relay's one node:http server. Proxied calls and health checks go to the edge (proxy-edge.ts), which
-// needs nothing else, and posted reports of the usual form to the report edge (report-edge.ts); every
-// other request goes to the site (site.ts: the API, /readyz, /metrics, /docs,
+// needs nothing else, and posted reports and the Pezzo client's cache calls of the usual form to the API
+// edge (api-edge.ts); every other request goes to the site (site.ts: the API, /readyz, /metrics, /docs,
 // /dashboard, fastify), which is built on the first such request — a relay used only as a proxy never
 // loads fastify, TypeBox or the OpenAPI machinery.
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { Socket } from 'node:net';
 import { clientErrorHandler, refuseConnect } from './client-errors.js';
 import type { ProxyEdge } from './proxy-edge.js';
-import type { ReportEdge } from './report-edge.js';
+import type { ApiEdge } from './api-edge.js';
 
 export interface RelayServerSettings {
   maxHeaderBytes: number;
@@ -20,12 +20,12 @@ const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 export function createRelayServer(
   settings: RelayServerSettings,
   edge: ProxyEdge,
-  reportEdge: ReportEdge,
+  apiEdge: ApiEdge,
   site: (req: IncomingMessage, res: ServerResponse) => void,
 ): RelayServer {
   const server = createServer({ maxHeaderSize: settings.maxHeaderBytes }, (req, res) => {
     if (edge.takes(req)) edge.handle(req, res);
-    else if (reportEdge.takes(req)) reportEdge.handle(req, res);
+    else if (apiEdge.takes(req)) apiEdge.handle(req, res);
     else if (edge.isHealthCheck(req)) edge.health(req, res);
     else site(req, res);
   });

@@ -9,11 +9,14 @@
 import type { FastifySchemaCompiler, FastifySchemaValidationError, RouteOptions } from 'fastify';
 import { CHECKS, schemaKey } from './schemas.generated.js';
 
-type Validate = (value: unknown) => { value?: unknown; error?: FastifySchemaValidationError[] } | Promise<unknown>;
+/** A part's validator: the value (converted, for some parts) or TypeBox's errors; a promise for a refusal before TypeBox is loaded. */
+export type Validate = (value: unknown) => { value?: unknown; error?: FastifySchemaValidationError[] } | Promise<unknown>;
 type Compiler = (route: { schema: unknown; method: string; url: string; httpPart?: string }) => Validate;
 
 export interface SiteValidation {
   compiler: FastifySchemaCompiler<unknown>;
+  /** the same, typed for the API edge (api-edge.ts), which validates as fastify's routes do */
+  validator: Compiler;
   /** an onRoute hook: a route with a part no generated check covers loads TypeBox before its validation */
   onRoute(route: RouteOptions): void;
   /** TypeBox's compiler, loaded once (the first refusal, or the first request of a route that needs it) */
@@ -63,6 +66,7 @@ export function createSiteValidation(): SiteValidation {
 
   return {
     compiler: compiler as unknown as FastifySchemaCompiler<unknown>,
+    validator: compiler,
     loadTypeBox,
     onRoute(route) {
       const schema = route.schema as Record<string, unknown> | undefined;

@@ -1,9 +1,10 @@
-// POST /api/reporting/v2/request of the usual form (an application/json body of declared length) is
-// answered by the report edge without fastify; every other form by fastify's route. Both must answer alike:
-// the same request sent with its length declared (the edge) and chunked (fastify's route) gets the same
-// status and body, for valid reports, broken JSON, schema violations and the relay token. And a relay that
-// only takes reports (the Pezzo client's traffic) never loads fastify. (This file runs in a process of its
-// own, so what is loaded is what its relays loaded.)
+// POST /api/reporting/v2/request and the cache calls (/api/cache/v1/request/save and /retrieve) of the usual
+// form (an application/json body of declared length) are answered by the API edge without fastify; every
+// other form by fastify's routes. Both must answer alike: the same request sent with its length declared
+// (the edge) and chunked (fastify's route) gets the same status and body, for valid requests, broken JSON,
+// schema violations (bodies and headers) and the relay token. And a relay that only takes reports and cache
+// calls (the Pezzo client's traffic) never loads fastify. (This file runs in a process of its own, so what
+// is loaded is what its relays loaded.)
 import { createRequire } from 'node:module';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,11 +20,11 @@ interface Answer {
 }
 
 /** POSTs `body` as is, with its length declared or chunked (then fastify's route answers). */
-function post(url: string, body: string, opts: { chunked?: boolean; headers?: Record<string, string> } = {}): Promise<Answer> {
+function post(url: string, body: string, opts: { chunked?: boolean; headers?: Record<string, string>; path?: string } = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { 'content-type': 'application/json', ...opts.headers };
     if (!opts.chunked) headers['content-length'] = String(Buffer.byteLength(body));
-    const req = request(`${url}/api/reporting/v2/request`, { method: 'POST', headers }, (res) => {
+    const req = request(`${url}${opts.path ?? '/api/reporting/v2/request'}`, { method: 'POST', headers }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (text += c));
@@ -35,6 +36,8 @@ function post(url: string, body: string, opts: { chunked?: boolean; headers?: Re
   });
 }
 
+const SAVE = '/api/cache/v1/request/save';
+const RETRIEVE = '/api/cache/v1/request/retrieve';
 const T = '2026-11-25T10:00:00.000Z';
 const valid = { metadata: { client: 'edge-test' }, request: { timestamp: T, body: { model: 'gpt-4o-mini', messages: [] } }, response: { timestamp: T, body: { id: 'x' } } };
 
@@ -49,12 +52,26 @@ afterAll(async () => {
   await guarded.close();
 });
 
-describe('the report edge', () => {
+describe('the API edge', () => {
   it('takes reports without loading fastify, and answers 201 with the stored report', async () => {
     const a = await post(relay.url, JSON.stringify(valid));
     expect(a.status).toBe(201);
     expect(a.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(a.json).toMatchObject({ ...valid, id: expect.any(String), requestBytes: expect.any(Number) });
+    expect(loaded('fastify')).toBe(false);
+  });
+
+  it('takes the Pezzo client’s cache calls without loading fastify', async () => {
+    const pezzo = { 'x-pezzo-api-key': 'k', 'x-pezzo-project-id': 'edge' };
+    const key = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'edge' }] };
+    const miss = await post(relay.url, JSON.stringify({ request: key }), { path: RETRIEVE, headers: pezzo });
+    expect(miss).toMatchObject({ status: 200, json: { hit: false, data: null } });
+    const saved = await post(relay.url, JSON.stringify({ request: key, response: { id: 'r1', choices: [] } }), { path: SAVE, headers: pezzo });
+    expect(saved.status).toBe(201);
+    expect(saved.json).toEqual({ hash: expect.stringMatching(/^[0-9a-f]{64}$/), exp: expect.any(String) });
+    const hit = await post(relay.url, JSON.stringify({ request: key }), { path: RETRIEVE, headers: pezzo });
+    expect(hit).toMatchObject({ status: 200, json: { hit: true, data: { id: 'r1', choices: [] } } });
+    expect(hit.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(loaded('fastify')).toBe(false);
   });
 
@@ -90,11 +107,43 @@ describe('the report edge', () => {
     }
     expect((await post(guarded.url, body, { headers: { authorization: 'Bearer edge-token' } })).status).toBe(201);
     expect((await post(guarded.url, body, { headers: { 'x-relay-token': 'edge-token' } })).status).toBe(201);
+    for (const path of [SAVE, RETRIEVE]) {
+      const edge = await post(guarded.url, cacheBody, { path });
+      expect(edge.status).toBe(401);
+      expect(edge.json).toEqual((await post(guarded.url, cacheBody, { path, chunked: true })).json);
+      expect((await post(guarded.url, cacheBody, { path, headers: { 'x-relay-token': 'edge-token' } })).status).toBe(path === SAVE ? 201 : 200);
+    }
+  });
+
+  const cacheBody = JSON.stringify({ request: { model: 'm', n: 1 }, response: { id: 'cached' } });
+  it.each<[string, string, string, Record<string, string>]>([
+    ['a save', SAVE, cacheBody, {}],
+    ['a save with a namespace and a TTL', SAVE, cacheBody, { 'x-relay-cache-namespace': 'edge-ns', 'x-relay-cache-ttl': '60' }],
+    ['a retrieve that hits', RETRIEVE, cacheBody, {}],
+    ['a retrieve that misses', RETRIEVE, JSON.stringify({ request: { other: 1 } }), {}],
+    ['a Pezzo retrieve that misses', RETRIEVE, JSON.stringify({ request: { other: 1 } }), { 'x-pezzo-api-key': 'k' }],
+    ['a save without a response', SAVE, JSON.stringify({ request: {} }), {}],
+    ['a retrieve of a request that is no object', RETRIEVE, JSON.stringify({ request: 'text' }), {}],
+    ['broken JSON', RETRIEVE, '{"request": ', {}],
+    ['JSON with a prototype key', SAVE, '{"request": {"__proto__": {}}, "response": {}}', {}],
+    ['a bad namespace header', RETRIEVE, cacheBody, { 'x-relay-cache-namespace': 'no spaces' }],
+    ['a bad TTL header', SAVE, cacheBody, { 'x-relay-cache-ttl': '-5' }],
+    ['a bad body and a bad header (the body is named)', SAVE, JSON.stringify({ request: 1 }), { 'x-relay-cache-ttl': 'x' }],
+  ])('answers %s as fastify’s route does', async (_what, path, body, headers) => {
+    const edge = await post(relay.url, body, { path, headers });
+    const route = await post(relay.url, body, { path, headers, chunked: true });
+    expect(edge.status).toBe(route.status);
+    expect(edge.headers['content-type']).toBe(route.headers['content-type']);
+    // A save's expiry is its own.
+    const strip = ({ exp: _e, ...rest }: Record<string, unknown>) => rest;
+    expect(strip(edge.json)).toEqual(strip(route.json));
   });
 
   it('counts its requests under the route’s name in /metrics', async () => {
     const text = await (await fetch(`${relay.url}/metrics`)).text();
     const line = text.split('\n').find((l) => l.startsWith('llm_relay_requests_total{route="/api/reporting/v2/request",cache_status="none",status_code="201"}'));
     expect(Number(line?.split(' ')[1])).toBeGreaterThanOrEqual(2);
+    const retrieved = text.split('\n').find((l) => l.startsWith('llm_relay_requests_total{route="/api/cache/v1/request/retrieve",cache_status="none",status_code="200"}'));
+    expect(Number(retrieved?.split(' ')[1])).toBeGreaterThanOrEqual(4);
   });
 });
