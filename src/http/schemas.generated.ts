@@ -1,10 +1,11 @@
 // Generated from src/http/schemas.ts by test/helpers/schema-module.ts: do not edit. After a change to the
 // schemas, `UPDATE_GENERATED=1 npx vitest run test/unit/schemas-generated.test.ts` writes it again.
-// The route schemas as JSON, without TypeBox (~0.5 s and ~30 MB to load); their types are those of
-// schemas.ts. CHECKS holds TypeBox's standalone checks (typebox/compile's Code, with the formats of
-// registerAjvFormats) of the request bodies and headers the routes take, keyed by part and schema text
-// (http/site-validation.ts).
+// The route schemas as JSON, without TypeBox's compiler (~0.5 s and ~30 MB to load; a check may call its
+// guards, typebox/guard); their types are those of schemas.ts. CHECKS holds TypeBox's standalone checks
+// (typebox/compile's Code, with the formats of registerAjvFormats) of the request parts the routes take,
+// keyed by part and schema text (http/site-validation.ts).
 import { fullFormats } from 'ajv-formats/dist/formats.js';
+import { Guard } from 'typebox/guard';
 import type * as S from './schemas.js';
 
 export const ErrorBody = {
@@ -907,6 +908,26 @@ export const CHECKS: ReadonlyMap<string, (value: unknown) => boolean> = new Map(
     const check_0 = ((value) => ((typeof value === "object" && value !== null && !(Array.isArray(value))) && (true && (((value["x-relay-cache-namespace"] === undefined || (!("x-relay-cache-namespace" in value) || (typeof value["x-relay-cache-namespace"] === "string" && External[0].test(value["x-relay-cache-namespace"])))) && (value["x-relay-cache-ttl"] === undefined || (!("x-relay-cache-ttl" in value) || (typeof value["x-relay-cache-ttl"] === "string" && External[1].test(value["x-relay-cache-ttl"]))))) && (value["x-pezzo-project-id"] === undefined || (!("x-pezzo-project-id" in value) || typeof value["x-pezzo-project-id"] === "string"))))));
     return check_0 as (value: unknown) => boolean;
   })([new RegExp("^[A-Za-z0-9._-]{1,128}$", "u"), new RegExp("^[0-9]{1,9}$", "u")])],
+  [schemaKey("querystring", ListQuery), ((External: readonly unknown[]) => {
+    // @ts-ignore: TypeBox's code
+    const check_0 = ((value) => ((typeof value === "object" && value !== null && !(Array.isArray(value))) && (true && ((((((((((value.limit === undefined || (!("limit" in value) || (Number.isInteger(value.limit) && (!((Number.isFinite(value.limit) || typeof value.limit === "bigint")) || (value.limit >= 1 && value.limit <= 1000))))) && (value.cursor === undefined || (!("cursor" in value) || (typeof value.cursor === "string" && (value.cursor.length <= 512 || (value.cursor.length <= 1024 && Guard.CodePointCount(value.cursor) <= 512)))))) && (value.from === undefined || (!("from" in value) || (typeof value.from === "string" && External[0](value.from))))) && (value.to === undefined || (!("to" in value) || (typeof value.to === "string" && External[1](value.to))))) && (value.environment === undefined || (!("environment" in value) || typeof value.environment === "string"))) && (value.promptId === undefined || (!("promptId" in value) || typeof value.promptId === "string"))) && (value.client === undefined || (!("client" in value) || typeof value.client === "string"))) && (value.model === undefined || (!("model" in value) || typeof value.model === "string"))) && (value.status === undefined || (!("status" in value) || (Number.isInteger(value.status) && (!((Number.isFinite(value.status) || typeof value.status === "bigint")) || (value.status >= 100 && value.status <= 599)))))) && (value.cacheHit === undefined || (!("cacheHit" in value) || typeof value.cacheHit === "boolean"))))));
+    return check_0 as (value: unknown) => boolean;
+  })([(fullFormats["date-time"] as { validate: (s: string) => boolean }).validate, (fullFormats["date-time"] as { validate: (s: string) => boolean }).validate])],
+  [schemaKey("querystring", FilterQuery), ((External: readonly unknown[]) => {
+    // @ts-ignore: TypeBox's code
+    const check_0 = ((value) => ((typeof value === "object" && value !== null && !(Array.isArray(value))) && (true && ((((((((value.from === undefined || (!("from" in value) || (typeof value.from === "string" && External[0](value.from)))) && (value.to === undefined || (!("to" in value) || (typeof value.to === "string" && External[1](value.to))))) && (value.environment === undefined || (!("environment" in value) || typeof value.environment === "string"))) && (value.promptId === undefined || (!("promptId" in value) || typeof value.promptId === "string"))) && (value.client === undefined || (!("client" in value) || typeof value.client === "string"))) && (value.model === undefined || (!("model" in value) || typeof value.model === "string"))) && (value.status === undefined || (!("status" in value) || (Number.isInteger(value.status) && (!((Number.isFinite(value.status) || typeof value.status === "bigint")) || (value.status >= 100 && value.status <= 599)))))) && (value.cacheHit === undefined || (!("cacheHit" in value) || typeof value.cacheHit === "boolean"))))));
+    return check_0 as (value: unknown) => boolean;
+  })([(fullFormats["date-time"] as { validate: (s: string) => boolean }).validate, (fullFormats["date-time"] as { validate: (s: string) => boolean }).validate])],
+  [schemaKey("querystring", StatsQuery), ((External: readonly unknown[]) => {
+    // @ts-ignore: TypeBox's code
+    const check_0 = ((value) => ((typeof value === "object" && value !== null && !(Array.isArray(value))) && (true && (((((((((value.from === undefined || (!("from" in value) || (typeof value.from === "string" && External[0](value.from)))) && (value.to === undefined || (!("to" in value) || (typeof value.to === "string" && External[1](value.to))))) && (value.environment === undefined || (!("environment" in value) || typeof value.environment === "string"))) && (value.promptId === undefined || (!("promptId" in value) || typeof value.promptId === "string"))) && (value.client === undefined || (!("client" in value) || typeof value.client === "string"))) && (value.model === undefined || (!("model" in value) || typeof value.model === "string"))) && (value.status === undefined || (!("status" in value) || (Number.isInteger(value.status) && (!((Number.isFinite(value.status) || typeof value.status === "bigint")) || (value.status >= 100 && value.status <= 599)))))) && (value.cacheHit === undefined || (!("cacheHit" in value) || typeof value.cacheHit === "boolean"))) && (value.groupBy === undefined || (!("groupBy" in value) || (((value.groupBy === "model" || value.groupBy === "environment") || value.groupBy === "client") || value.groupBy === "day")))))));
+    return check_0 as (value: unknown) => boolean;
+  })([(fullFormats["date-time"] as { validate: (s: string) => boolean }).validate, (fullFormats["date-time"] as { validate: (s: string) => boolean }).validate])],
+  [schemaKey("params", IdParams), ((External: readonly unknown[]) => {
+    // @ts-ignore: TypeBox's code
+    const check_0 = ((value) => ((typeof value === "object" && value !== null && !(Array.isArray(value))) && ("id" in value && (typeof value.id === "string" && ((value.id.length >= 2 || (value.id.length >= 1 && Guard.CodePointCount(value.id) >= 1)) && (value.id.length <= 64 || (value.id.length <= 128 && Guard.CodePointCount(value.id) <= 64)))))));
+    return check_0 as (value: unknown) => boolean;
+  })([])],
 ]);
 
 /** The key of a schema a request part is checked against. */

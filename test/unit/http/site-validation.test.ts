@@ -1,8 +1,12 @@
-// The site's validator compiler: generated checks for the parts that have one, TypeBox's compiler (loaded
-// on first need) for the rest and for the messages of a refusal.
+// The site's validator compiler: generated checks for the parts that have one (the values of a querystring,
+// path or headers converted as TypeBox converts them, where they are written plainly), TypeBox's compiler
+// (loaded on first need) for the rest and for the messages of a refusal.
+import { TypeBoxValidatorCompiler, registerAjvFormats } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from 'fastify';
+import fc from 'fast-check';
 import { expect, it } from 'vitest';
-import { CacheHeaders, ListQuery, SaveBody } from '../../../src/http/schemas.generated.js';
+import { CacheHeaders, FilterQuery, ListQuery, ReportBody, SaveBody, StatsQuery } from '../../../src/http/schemas.generated.js';
+import * as Sources from '../../../src/http/schemas.js';
 import { createSiteValidation } from '../../../src/http/site-validation.js';
 
 type Result = { value?: unknown; error?: { instancePath: string; message?: string }[] } | Promise<unknown>;
@@ -26,25 +30,92 @@ it('answers a body its generated check accepts at once, and a refusal with TypeB
   expect(validate(ok)).toEqual({ value: ok });
 });
 
-it('makes a route wait for TypeBox only where a part has no generated check, and converts such a part as TypeBox does', async () => {
+it('makes a request wait for TypeBox only where a part has no generated check or a value is not written plainly', async () => {
   const validation = createSiteValidation();
   const route = (schema: Record<string, unknown>, preValidation?: RouteOptions['preValidation']): RouteOptions =>
     ({ method: 'GET', url: '/', schema, handler: () => undefined, ...(preValidation ? { preValidation } : {}) }) as RouteOptions;
-  const cache = route({ body: SaveBody, headers: CacheHeaders });
-  validation.onRoute(cache);
-  expect(cache.preValidation).toBeUndefined();
+  type Hook = (request: Record<string, unknown>, reply: unknown, done: (err?: Error) => void) => void | Promise<void>;
+  /** Runs a route's added hook on a request; whether it was done at once (without waiting for TypeBox). */
+  const runs = async (hook: Hook, request: Record<string, unknown>): Promise<boolean> => {
+    let doneAtOnce = false;
+    let returned = false;
+    let finished!: () => void;
+    const done = new Promise<void>((resolve) => (finished = resolve));
+    const result = hook(request, undefined, () => {
+      doneAtOnce = !returned;
+      finished();
+    });
+    returned = true;
+    if (result instanceof Promise) {
+      await result;
+      return false;
+    }
+    await done;
+    return doneAtOnce;
+  };
+  // A route of its own with a body no generated check covers: TypeBox first, always.
+  const bodyOfItsOwn = route({ body: { type: 'object', properties: { a: { type: 'integer' } } } });
+  validation.onRoute(bodyOfItsOwn);
+  expect(bodyOfItsOwn.preValidation).toHaveLength(1);
+  // A body alone never waits; querystrings and headers wait only when a value is not plain.
+  const report = route({ body: ReportBody });
+  validation.onRoute(report);
+  expect(report.preValidation).toBeUndefined();
   const own = async (): Promise<void> => {};
   const list = route({ querystring: ListQuery }, own);
   validation.onRoute(list);
   expect(list.preValidation).toHaveLength(2);
   expect((list.preValidation as unknown[])[0]).toBe(own);
-  const bodyOfItsOwn = route({ body: { type: 'object', properties: { a: { type: 'integer' } } } });
-  validation.onRoute(bodyOfItsOwn);
-  expect(bodyOfItsOwn.preValidation).toHaveLength(1);
+  const listWait = (list.preValidation as unknown as Hook[])[1]!;
+  const cache = route({ body: SaveBody, headers: CacheHeaders });
+  validation.onRoute(cache);
+  const cacheWait = (cache.preValidation as unknown as Hook[])[0]!;
 
-  const wait = (list.preValidation as (() => Promise<void>)[])[1]!;
-  await wait();
-  const validate = validation.compiler({ schema: ListQuery, method: 'GET', url: '/', httpPart: 'querystring' }) as unknown as (v: unknown) => Result;
-  expect(validate({ limit: '10', cacheHit: 'true' })).toEqual({ value: { limit: 10, cacheHit: true } });
-  expect(validate({ limit: 'ten' })).toMatchObject({ error: [{ instancePath: '/limit', message: 'must be integer' }] });
+  expect(await runs(listWait, { query: { limit: '10', cacheHit: 'false', model: 'm', 'property.user': ['a', 'b'] } })).toBe(true);
+  expect(await runs(cacheWait, { headers: { 'x-relay-cache-ttl': '60', 'set-cookie': ['a'] } })).toBe(true);
+  const list10 = validation.compiler({ schema: ListQuery, method: 'GET', url: '/', httpPart: 'querystring' }) as unknown as (v: unknown) => Result;
+  const query = { limit: '10', cacheHit: 'false' };
+  expect(list10(query)).toEqual({ value: { limit: 10, cacheHit: false } });
+  expect(query).toEqual({ limit: 10, cacheHit: false }); // in place, as TypeBox converts
+
+  // `cacheHit=1` is TypeBox's to convert: the request waits for it, then TypeBox converts it.
+  expect(await runs(listWait, { query: { cacheHit: '1' } })).toBe(false);
+  expect(await runs(listWait, { query: { cacheHit: '1' } })).toBe(true); // (loaded now)
+  expect(list10({ limit: '10.5', cacheHit: '1' })).toEqual({ value: { limit: 10, cacheHit: true } });
+  expect(list10({ limit: 'ten' })).toMatchObject({ error: [{ instancePath: '/limit', message: 'must be integer' }] });
+});
+
+it('converts and checks a querystring as TypeBox\'s compiler does, for any value it takes as plain', async () => {
+  registerAjvFormats();
+  const value = fc.oneof(
+    fc.constantFrom('10', '0', '1', '-3', '1000', '1001', '99', '600', '200', '007', '10.5', '1e2', '', ' 5', 'true', 'false', 'TRUE', 'True', 'yes'),
+    fc.constantFrom('model', 'day', 'environment', 'nope', '2026-11-27T12:00:00Z', '2026-02-30T00:00:00Z'),
+    fc.string(),
+    fc.integer({ min: -20, max: 2000 }).map(String),
+    fc.array(fc.constantFrom('1', 'a', 'true'), { minLength: 2, maxLength: 3 }),
+  );
+  for (const name of ['ListQuery', 'FilterQuery', 'StatsQuery'] as const) {
+    const json = { ListQuery, FilterQuery, StatsQuery }[name];
+    const keys = [...Object.keys((json as unknown as { properties: object }).properties), 'property.user', 'other'];
+    const typebox = TypeBoxValidatorCompiler({ schema: Sources[name], method: 'GET', url: '/', httpPart: 'querystring' }) as (v: unknown) => { value?: unknown; error?: unknown };
+    const validation = createSiteValidation();
+    const site = validation.compiler({ schema: json, method: 'GET', url: '/', httpPart: 'querystring' }) as unknown as (v: unknown) => Result;
+    await fc.assert(
+      fc.asyncProperty(fc.dictionary(fc.constantFrom(...keys), value, { maxKeys: 4 }), async (query) => {
+        const expected = typebox(structuredClone(query));
+        const result = site(structuredClone(query));
+        if (result instanceof Promise) {
+          // a refusal before TypeBox was loaded: TypeBox's own errors
+          await expect(result).rejects.toMatchObject({ validation: expected.error });
+          return;
+        }
+        if (result.error) expect(expected.error).toEqual(result.error);
+        else {
+          expect(expected.error, JSON.stringify(query)).toBeUndefined();
+          expect(result.value).toEqual(expected.value);
+        }
+      }),
+      { numRuns: 1500 },
+    );
+  }
 });
