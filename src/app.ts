@@ -12,6 +12,7 @@ import { createTokenCheck } from './http/auth.js';
 import { createMetrics } from './http/metrics.js';
 import { createProxyEdge } from './http/proxy-edge.js';
 import { createApiEdge } from './http/api-edge.js';
+import { readiness } from './http/readiness.js';
 import { createRelayServer } from './http/relay-server.js';
 import type { Site } from './http/site.js';
 import { createExchange } from './core/exchange.js';
@@ -279,6 +280,8 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
     count: (route, cacheStatus, statusCode) => metrics.countRequest(route, cacheStatus, statusCode),
     closing: () => closing,
     nextRequestId,
+    readiness: () => readiness({ cacheStore, reportStore, timeoutMs: config.storeTimeoutMs, outboxDepth: () => reports.counters.outboxDepth }),
+    metrics: async () => ({ text: await metrics.registry.metrics(), contentType: metrics.registry.contentType }),
   });
   const server = createRelayServer({ maxHeaderBytes: config.maxHeaderBytes, requestTimeoutMs: config.requestTimeoutMs }, edge, apiEdge, toSite);
 

@@ -8,8 +8,10 @@
 // TypeBox's compiler only for the messages of a refusal), the error bodies and validation messages of the
 // error handler, the access log line and the request counter. Only requests of the usual form come here (an
 // application/json body whose length is declared and within the limit); any other form goes to fastify's
-// route, which answers it as it always has, so odd requests keep their exact answers. A relay whose only
-// callers are reporters and the Pezzo client never builds the fastify site.
+// route, which answers it as it always has, so odd requests keep their exact answers. The edge also answers
+// GET /readyz and GET /metrics, what a deployment's probes and Prometheus ask every few seconds. A relay
+// whose only callers are proxied clients, reporters, the Pezzo client, probes and a scraper never builds the
+// fastify site.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifySchemaValidationError } from 'fastify';
 import type { Logger } from 'pino';
@@ -22,11 +24,14 @@ import { type AccessLine, logArrival, logCompleted } from './access-log.js';
 import { presentedToken } from './auth.js';
 import { retrieveCall, saveCall } from './cache-calls.js';
 import { type ErrorBody, errorBody, logFailure, validationMessage } from './error-handler.js';
+import type { Readiness } from './readiness.js';
 import type { Validate } from './site-validation.js';
 
 export const REPORT_PATH = '/api/reporting/v2/request';
 export const SAVE_PATH = '/api/cache/v1/request/save';
 export const RETRIEVE_PATH = '/api/cache/v1/request/retrieve';
+export const READY_PATH = '/readyz';
+export const METRICS_PATH = '/metrics';
 
 /** The content types fastify's JSON parser takes that come here; any other goes to fastify. */
 const PLAIN_JSON = /^application\/json\s*(?:;\s*charset="?utf-8"?\s*)?$/i;
@@ -42,6 +47,10 @@ export interface ApiEdgeOptions {
   count(route: string, cacheStatus: unknown, statusCode: number): void;
   closing(): boolean;
   nextRequestId(): string;
+  /** GET /readyz's answer (readiness.ts) */
+  readiness(): Promise<Readiness>;
+  /** GET /metrics's answer: the exposition text and its content type */
+  metrics(): Promise<{ text: string; contentType: string }>;
 }
 
 export interface ApiEdge {
@@ -59,10 +68,11 @@ interface Checks {
   retrieveHeaders: Validate;
 }
 
-/** A route's answer: its status and its body's JSON text. */
+/** A route's answer: its status and its body's text (JSON unless a content type is given). */
 interface Answer {
   status: number;
   text: string;
+  contentType?: string;
 }
 
 /** The part's 400 when the value fails its schema, as a rejected promise; nothing when it passes at once. */
@@ -132,15 +142,29 @@ export function createApiEdge(opts: ApiEdgeOptions): ApiEdge {
     },
   };
 
-  /** The route a request's path names, if the edge has it. */
-  const routeOf = (url: string): string | undefined => {
-    const q = url.indexOf('?');
-    const path = q === -1 ? url : url.slice(0, q);
-    return Object.hasOwn(routes, path) ? path : undefined;
+  // Reads, without a body; fastify's routes answer their HEAD.
+  const reads: Record<string, () => Promise<Answer>> = {
+    async [READY_PATH]() {
+      const answer = await opts.readiness();
+      return { status: answer.status, text: JSON.stringify(answer.body) };
+    },
+    async [METRICS_PATH]() {
+      const { text, contentType } = await opts.metrics();
+      return { status: 200, text, contentType };
+    },
   };
 
-  function reply(res: ServerResponse, status: number, text: string, close = false): void {
-    const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)) };
+  /** The route a request's method and path name, if the edge has it. */
+  const routeOf = (method: string | undefined, url: string): string | undefined => {
+    const table = method === 'POST' ? routes : method === 'GET' ? reads : undefined;
+    if (!table) return undefined;
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    return Object.hasOwn(table, path) ? path : undefined;
+  };
+
+  function reply(res: ServerResponse, status: number, text: string, close = false, contentType = 'application/json; charset=utf-8'): void {
+    const headers: Record<string, string> = { 'content-type': contentType, 'content-length': String(Buffer.byteLength(text)) };
     if (close) headers.connection = 'close';
     res.writeHead(status, headers);
     res.end(text);
@@ -160,18 +184,21 @@ export function createApiEdge(opts: ApiEdgeOptions): ApiEdge {
 
   return {
     takes(req) {
-      if (req.method !== 'POST' || routeOf(req.url!) === undefined) return false;
+      const path = routeOf(req.method, req.url!);
+      if (path === undefined) return false;
+      if (req.method === 'GET') return req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined;
       const type = req.headers['content-type'];
       const length = Number(req.headers['content-length']);
       return typeof type === 'string' && PLAIN_JSON.test(type) && length > 0 && length <= opts.maxBodyBytes && req.headers['transfer-encoding'] === undefined;
     },
 
     handle(req, res) {
-      const path = routeOf(req.url!)!;
+      const path = routeOf(req.method, req.url!)!;
       const line: AccessLine = { reqId: opts.nextRequestId(), req, startedAt: performance.now() };
       logArrival(log, line);
       res.once('finish', () => {
-        opts.count(path, 'none', res.statusCode);
+        // Scrapes are not counted (as on fastify's side: see metrics.ts).
+        if (path !== METRICS_PATH) opts.count(path, 'none', res.statusCode);
         logCompleted(log, line, res.statusCode);
       });
       // fastify's order: draining, then the token, then the body.
@@ -179,6 +206,14 @@ export function createApiEdge(opts: ApiEdgeOptions): ApiEdge {
       if (opts.tokenCheck && !opts.tokenCheck(presentedToken(req.headers, req.url!))) {
         const err = new RELAY_ERR_UNAUTHORIZED();
         return fail(res, line, errorBody(err.statusCode, err.code, err.message), err);
+      }
+      const answered = (answer: Answer): void => reply(res, answer.status, answer.text, false, answer.contentType);
+      const failed = (err: unknown): void => {
+        if (!res.headersSent) failWith(res, line, err);
+      };
+      if (req.method === 'GET') {
+        reads[path]!().then(answered, failed);
+        return;
       }
       const route = routes[path]!;
       const chunks: Buffer[] = [];
@@ -189,12 +224,7 @@ export function createApiEdge(opts: ApiEdgeOptions): ApiEdge {
       });
       req.on('end', () => {
         // The declared length bounds what Node reads: the body is within the limit.
-        route(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), req).then(
-          (answer) => reply(res, answer.status, answer.text),
-          (err: unknown) => {
-            if (!res.headersSent) failWith(res, line, err);
-          },
-        );
+        route(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), req).then(answered, failed);
       });
       req.on('error', (err) => log.debug({ reqId: line.reqId, err }, 'request body not received'));
     },

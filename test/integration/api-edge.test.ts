@@ -139,6 +139,43 @@ describe('the API edge', () => {
     expect(strip(edge.json)).toEqual(strip(route.json));
   });
 
+  it('answers GET /readyz and /metrics as fastify’s routes do (a GET that declares a body goes to them)', async () => {
+    const get = (url: string, headers: Record<string, string> = {}): Promise<{ status: number; type: string | undefined; text: string }> =>
+      new Promise((resolve, reject) => {
+        const req = request(url, { method: 'GET', headers }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode!, type: res.headers['content-type'], text }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    for (const r of [relay, guarded]) {
+      const auth: Record<string, string> = r === guarded ? { 'x-relay-token': 'edge-token' } : {};
+      const edge = await get(`${r.url}/readyz`, auth);
+      const route = await get(`${r.url}/readyz`, { ...auth, 'content-length': '0' });
+      expect(edge).toEqual(route);
+      expect(JSON.parse(edge.text)).toMatchObject({ status: 'ready' });
+      const scraped = await get(`${r.url}/metrics`, r === guarded ? { authorization: 'Bearer edge-token' } : {});
+      const viaRoute = await get(`${r.url}/metrics`, { ...(r === guarded ? { authorization: 'Bearer edge-token' } : {}), 'content-length': '0' });
+      expect(scraped.status).toBe(200);
+      expect(scraped.type).toBe(viaRoute.type);
+      const names = (text: string) => text.split('\n').filter((l) => l.startsWith('# TYPE')).sort();
+      expect(names(scraped.text)).toEqual(names(viaRoute.text));
+    }
+    // The token, as fastify asks it: x-relay-token; on /metrics also Authorization: Bearer, not on /readyz.
+    for (const [path, headers] of [
+      ['/readyz', {}],
+      ['/readyz', { authorization: 'Bearer edge-token' }],
+      ['/metrics', { 'x-relay-token': 'wrong' }],
+    ] as [string, Record<string, string>][]) {
+      const edge = await get(`${guarded.url}${path}`, headers);
+      expect(edge.status).toBe(401);
+      expect(edge).toEqual(await get(`${guarded.url}${path}`, { ...headers, 'content-length': '0' }));
+    }
+  });
+
   it('counts its requests under the route’s name in /metrics', async () => {
     const text = await (await fetch(`${relay.url}/metrics`)).text();
     const line = text.split('\n').find((l) => l.startsWith('llm_relay_requests_total{route="/api/reporting/v2/request",cache_status="none",status_code="201"}'));

@@ -1,6 +1,7 @@
-// A relay used as a proxy never loads fastify: the edge answers proxied calls and /healthz, and the site
-// (the API, /readyz, /metrics, /docs, /dashboard) is built on the first request for it. (This file runs in
-// a process of its own, so what is loaded is what this relay loaded.)
+// A relay used as a proxy never loads fastify: the edges answer proxied calls, /healthz, /readyz and
+// /metrics (what probes and a scraper ask), and the site (the rest of the API, /docs, /dashboard) is built on
+// the first request for it. (This file runs in a process of its own, so what is loaded is what this relay
+// loaded.)
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
@@ -25,14 +26,17 @@ it('answers proxied calls and health checks without loading fastify, and builds 
   expect((await chat(relay.url, 'lazy one')).cache).toBe('MISS');
   expect((await chat(relay.url, 'lazy one')).cache).toBe('HIT');
   expect(await (await fetch(`${relay.url}/healthz`)).json()).toEqual({ status: 'ok' });
-  expect(loaded('fastify')).toBe(false);
-
-  // The first request for the site builds it, and is answered like any other.
   const ready = await fetch(`${relay.url}/readyz`);
   expect(ready.status).toBe(200);
   expect(await ready.json()).toMatchObject({ status: 'ready', cache: { kind: 'sqlite', status: 'ok' } });
-  expect(loaded('fastify')).toBe(true);
+  const scrape = await fetch(`${relay.url}/metrics`);
+  expect(scrape.status).toBe(200);
+  expect(await scrape.text()).toMatch(/^llm_relay_requests_total\{route="\/readyz",cache_status="none",status_code="200"\} 1$/m);
+  expect(loaded('fastify')).toBe(false);
+
+  // The first request for the site builds it, and is answered like any other.
   await relay.reports.flush();
   const list = (await (await fetch(`${relay.url}/api/reporting/v2/requests`)).json()) as { items: { proxy: { cacheStatus: string } }[] };
   expect(list.items.map((r) => r.proxy.cacheStatus)).toEqual(['HIT', 'MISS']);
+  expect(loaded('fastify')).toBe(true);
 });
