@@ -1,8 +1,9 @@
 // What the first call of each kind costs a relay that has just started: for each route below, a fresh relay
 // (this checkout's dist/, embedded stores), the route's first answer timed at the client, its second, and
-// the relay's RSS before and after. The direct API's routes other than the report are served by the fastify
-// site, which is built on the first request for it (http/site.ts).
-//   npm run build && node bench/first-contact.mjs        (ROUNDS: fresh relays per route, 3)
+// the relay's RSS before and after. Routes the edges do not answer are served by the fastify site, which is
+// built on the first request for it (http/site.ts).
+//   npm run build && node bench/first-contact.mjs [dist …]     (ROUNDS: fresh relays per route, 3)
+// Given several build directories (another checkout's dist/, its packages resolvable), one table each.
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,6 +34,8 @@ const ROUTES = {
   },
   'report list (GET /api/reporting/v2/requests)': { path: '/api/reporting/v2/requests?limit=10', init: {}, status: 200 },
   'dashboard (GET /dashboard/)': { path: '/dashboard/', init: {}, status: 200 },
+  'a probe (GET /readyz)': { path: '/readyz', init: {}, status: 200 },
+  'a scrape (GET /metrics)': { path: '/metrics', init: {}, status: 200 },
 };
 
 const rssMb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
@@ -45,26 +48,35 @@ async function timed(url, { init, status }) {
   return Math.round(performance.now() - t0);
 }
 
-console.log('| first call after a start | ms: first, second (each round) | RSS before → after, MB |');
-console.log('|---|---|---|');
-for (const [name, route] of Object.entries(ROUTES)) {
-  const times = [];
-  const rss = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'relay-first-contact-'));
-    const relay = await startRelay({ cli: path.join(ROOT, 'dist', 'cli.js'), upstreamUrl: 'http://127.0.0.1:9', dataDir, buildCommand: 'npm run build' });
-    try {
-      await sleep(1000);
-      const before = rssMb(relay.child.pid);
-      const first = await timed(relay.url + route.path, route);
-      const second = await timed(relay.url + route.path, route);
-      await sleep(500);
-      times.push(`${first}, ${second}`);
-      rss.push(`${before.toFixed(0)} → ${rssMb(relay.child.pid).toFixed(0)}`);
-    } finally {
-      await stopChild(relay, 10_000);
-      rmSync(dataDir, { recursive: true, force: true });
+/** One table: each route's first call, on fresh relays of the build in `dist`. */
+async function firstCalls(dist) {
+  console.log('| first call after a start | ms: first, second (each round) | RSS before → after, MB |');
+  console.log('|---|---|---|');
+  for (const [name, route] of Object.entries(ROUTES)) {
+    const times = [];
+    const rss = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const dataDir = mkdtempSync(path.join(os.tmpdir(), 'relay-first-contact-'));
+      const relay = await startRelay({ cli: path.join(dist, 'cli.js'), upstreamUrl: 'http://127.0.0.1:9', dataDir, buildCommand: 'npm run build' });
+      try {
+        await sleep(1000);
+        const before = rssMb(relay.child.pid);
+        const first = await timed(relay.url + route.path, route);
+        const second = await timed(relay.url + route.path, route);
+        await sleep(500);
+        times.push(`${first}, ${second}`);
+        rss.push(`${before.toFixed(0)} → ${rssMb(relay.child.pid).toFixed(0)}`);
+      } finally {
+        await stopChild(relay, 10_000);
+        rmSync(dataDir, { recursive: true, force: true });
+      }
     }
+    console.log(`| ${name} | ${times.join('; ')} | ${rss.join('; ')} |`);
   }
-  console.log(`| ${name} | ${times.join('; ')} | ${rss.join('; ')} |`);
+}
+
+const dists = process.argv.length > 2 ? process.argv.slice(2).map((d) => path.resolve(d)) : [path.join(ROOT, 'dist')];
+for (const dist of dists) {
+  if (dists.length > 1) console.log(`\n${dist}:\n`);
+  await firstCalls(dist);
 }
