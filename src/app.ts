@@ -8,6 +8,7 @@ import type { RelayConfig } from './config.js';
 import { type CacheService, createCacheService } from './core/cache-service.js';
 import { type ReportService, createReportService } from './core/report-service.js';
 import { createRequestIds } from './http/access-log.js';
+import { answerInternalError } from './http/error-handler.js';
 import { createTokenCheck } from './http/auth.js';
 import { createMetrics } from './http/metrics.js';
 import { createProxyEdge } from './http/proxy-edge.js';
@@ -265,8 +266,7 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
       (s) => s.handle(req, res),
       (err: unknown) => {
         logger.error({ err }, 'the relay could not build its API');
-        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
-        res.end(JSON.stringify({ statusCode: 500, code: 'RELAY_ERR_INTERNAL', error: 'Internal Server Error', message: 'Internal error' }));
+        answerInternalError(res);
       },
     );
   };

@@ -1,6 +1,6 @@
 // The one root error handler: every error leaves as {statusCode, code, error, message}. Fastify's own
 // errors are renamed into the RELAY_ERR_* catalogue so clients see one vocabulary.
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
 
 export interface ErrorBody {
@@ -59,6 +59,12 @@ export function logFailure(log: FastifyBaseLogger, body: ErrorBody, err: unknown
   if (body.statusCode === 500) log.error({ err }, 'request failed');
   else if (body.statusCode > 500) log.warn({ code: body.code, message: body.message }, 'request failed');
   else log.info({ code: body.code, message: body.message }, 'request rejected');
+}
+
+/** The answer to a request the relay could not route at all (its fastify app failed to build): a 500 in the relay's shape. */
+export function answerInternalError(res: ServerResponse): void {
+  if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+  res.end(JSON.stringify(errorBody(500, 'RELAY_ERR_INTERNAL', 'Internal error')));
 }
 
 /** Errors fastify raises before routing (a URL it cannot decode, a path parameter too long), in the relay's shape. */

@@ -1,10 +1,10 @@
 // The site: everything the relay serves itself besides the proxy and /healthz — the direct API, /readyz,
 // /metrics, /docs, /dashboard and a browser's GET / — as one fastify app. It is built on the first request
 // that needs it (relay-server.ts), on the relay's own server: a relay used only as a proxy never loads
-// fastify or the OpenAPI machinery, and the site loads TypeBox only when a request needs it
-// (site-validation.ts).
+// fastify, the site loads TypeBox only when a request needs it (site-validation.ts), and the OpenAPI
+// machinery only for a request under /docs.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { RelayConfig } from '../config.js';
 import type { CacheService } from '../core/cache-service.js';
 import type { ReportService } from '../core/report-service.js';
@@ -15,9 +15,8 @@ import { browserRoutes } from './browser-routes.js';
 import { cacheRoutes } from './cache-routes.js';
 import { cacheTransferRoutes } from './cache-transfer-routes.js';
 import { dashboardRoutes } from './dashboard-routes.js';
-import { registerDocs } from './docs.js';
 import { installDraining } from './draining.js';
-import { frameworkErrors, installErrorHandling } from './error-handler.js';
+import { answerInternalError, frameworkErrors, installErrorHandling } from './error-handler.js';
 import { useStrictJsonBodies } from './json-body.js';
 import type { Metrics } from './metrics.js';
 import { opsRoutes } from './ops-routes.js';
@@ -46,7 +45,42 @@ export interface Site {
   close(): Promise<void>;
 }
 
+/** The OpenAPI document and Swagger UI's paths: /docs, /docs/json, /docs/static/… */
+const isDocsPath = (url: string): boolean => url.startsWith('/docs') && (url.length === 5 || url[5] === '/' || url[5] === '?');
+
 export async function buildSite(deps: SiteDeps): Promise<Site> {
+  const site = await buildApp(deps);
+  // The OpenAPI document and Swagger UI on an app of their own, built on the first request under /docs:
+  // @fastify/swagger, its UI, @fastify/static and yaml take ~60-70 ms and ~4 MB to load, which the dashboard
+  // and the API need not pay. It registers the same routes (the document is made from them), and is handed
+  // only requests under /docs.
+  let docs: Promise<Site> | undefined;
+  let docsBuilt: Site | undefined;
+  const openDocs = (): Promise<Site> =>
+    (docs ??= import('./docs.js')
+      .then(({ registerDocs }) => buildApp(deps, (app) => registerDocs(app, deps.version)))
+      .then((built) => (docsBuilt = built)));
+  return {
+    handle(req, res) {
+      if (!isDocsPath(req.url!)) return site.handle(req, res);
+      if (docsBuilt) return docsBuilt.handle(req, res);
+      openDocs().then(
+        (built) => built.handle(req, res),
+        (err: unknown) => {
+          deps.log.error({ err }, 'the relay could not build its API documentation');
+          answerInternalError(res);
+        },
+      );
+    },
+    async close() {
+      await site.close();
+      if (docs) await (await docs.catch(() => undefined))?.close();
+    },
+  };
+}
+
+/** One fastify app on the relay's server: every route of the site, and what `extra` adds before them. */
+async function buildApp(deps: SiteDeps, extra?: (app: FastifyInstance) => Promise<void>): Promise<Site> {
   const { config } = deps;
   let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   const validation = createSiteValidation();
@@ -84,7 +118,7 @@ export async function buildSite(deps: SiteDeps): Promise<Site> {
   requireTokens(app, config.apiTokens);
   // Before every route plugin: fastify copies hooks into child scopes when they are registered.
   deps.metrics.install(app);
-  await registerDocs(app, deps.version);
+  if (extra) await extra(app);
 
   await app.register(async (api) => {
     useStrictJsonBodies(api, config.maxJsonDepth);

@@ -1,6 +1,6 @@
 // A relay used as a proxy never loads fastify: the edges answer proxied calls, /healthz, /readyz and
-// /metrics (what probes and a scraper ask), and the site (the rest of the API, /docs, /dashboard) is built on
-// the first request for it. (This file runs in a process of its own, so what is loaded is what this relay
+// /metrics (what probes and a scraper ask), and the site (the rest of the API, /dashboard) is built on the
+// first request for it; the OpenAPI document and Swagger UI (/docs) on the first request for them. (This file runs in a process of its own, so what is loaded is what this relay
 // loaded.)
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -39,4 +39,13 @@ it('answers proxied calls and health checks without loading fastify, and builds 
   const list = (await (await fetch(`${relay.url}/api/reporting/v2/requests`)).json()) as { items: { proxy: { cacheStatus: string } }[] };
   expect(list.items.map((r) => r.proxy.cacheStatus)).toEqual(['HIT', 'MISS']);
   expect(loaded('fastify')).toBe(true);
+  expect((await fetch(`${relay.url}/dashboard/`)).status).toBe(200);
+  expect((await fetch(`${relay.url}/docsx`)).status).toBe(404);
+  expect(loaded('@fastify/swagger')).toBe(false);
+
+  // The OpenAPI document and Swagger UI: an app of their own, built on the first request under /docs.
+  const doc = (await (await fetch(`${relay.url}/docs/json`)).json()) as { paths: Record<string, unknown> };
+  expect(Object.keys(doc.paths)).toContain('/api/reporting/v2/requests');
+  expect(loaded('@fastify/swagger')).toBe(true);
+  expect((await fetch(`${relay.url}/docs`, { redirect: 'manual' })).status).toBeLessThan(400);
 });
