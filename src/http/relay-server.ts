@@ -1,8 +1,8 @@
 // The relay's one node:http server. Proxied calls and health checks go to the edge (proxy-edge.ts), which
-// needs nothing else, and posted reports and the Pezzo client's cache calls of the usual form to the API
-// edge (api-edge.ts); every other request goes to the site (site.ts: the API, /readyz, /metrics, /docs,
-// /dashboard, fastify), which is built on the first such request — a relay used only as a proxy never
-// loads fastify, TypeBox or the OpenAPI machinery.
+// needs nothing else; posted reports and the Pezzo client's cache calls of the usual form, GET /readyz and
+// GET /metrics to the API edge (api-edge.ts); every other request goes to the site (site.ts: the rest of the
+// API, /docs, /dashboard, fastify), which is built on the first such request — a relay used as a proxy,
+// reported to, probed and scraped never loads fastify, TypeBox or the OpenAPI machinery.
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { Socket } from 'node:net';
 import { clientErrorHandler, refuseConnect } from './client-errors.js';

@@ -8,6 +8,184 @@ import { fullFormats } from 'ajv-formats/dist/formats.js';
 import { Guard } from 'typebox/guard';
 import type * as S from './schemas.js';
 
+const StatsBody_totals_outputTokens = {
+  "type": "integer",
+  "description": "sum of usage.outputTokens"
+};
+const StatsBody_totals_cacheHits = {
+  "type": "integer",
+  "description": "reports with cacheHit true"
+};
+const StatsBody_totals_costUsd = {
+  "type": "number",
+  "description": "sum of costUsd, USD, rounded to 1e-9"
+};
+const StatsBody_totals_latencyMs_p50 = {
+  "anyOf": [
+    {
+      "type": "number"
+    },
+    {
+      "type": "null"
+    }
+  ],
+  "description": "median durationMs"
+};
+const ListQuery_from = {
+  "type": "string",
+  "format": "date-time",
+  "description": "inclusive, on request.timestamp"
+};
+const ListQuery_to = {
+  "type": "string",
+  "format": "date-time",
+  "description": "exclusive, on request.timestamp"
+};
+const StatsBody_totals_latencyMs_p95 = {
+  "anyOf": [
+    {
+      "type": "number"
+    },
+    {
+      "type": "null"
+    }
+  ],
+  "description": "95th percentile of durationMs"
+};
+const StatsBody_totals_latencyMs_p99 = {
+  "anyOf": [
+    {
+      "type": "number"
+    },
+    {
+      "type": "null"
+    }
+  ],
+  "description": "99th percentile of durationMs"
+};
+const StoredReportBody_required = [
+  "id",
+  "receivedAt",
+  "durationMs",
+  "status",
+  "model",
+  "provider",
+  "costUsd",
+  "requestBytes",
+  "responseBytes"
+];
+const StatsBody_totals_costSavedUsd = {
+  "type": "number",
+  "description": "sum of costSavedUsd (what cache hits avoided), USD, rounded to 1e-9"
+};
+const ReportBody_request_timestamp = {
+  "type": "string",
+  "format": "date-time",
+  "description": "ISO 8601 date-time, e.g. 2024-05-01T12:00:00.000Z"
+};
+const StatsBody_totals_hitRatio = {
+  "anyOf": [
+    {
+      "type": "number"
+    },
+    {
+      "type": "null"
+    }
+  ],
+  "description": "cacheHits / requests; null without requests"
+};
+const StatsBody_totals_errors = {
+  "type": "integer",
+  "description": "reports with status 400 or more, and proxied streams that broke after a 2xx start (proxy.outcome stream-error)"
+};
+const StatsBody_totals_latencyMs_properties = {
+  "p50": StatsBody_totals_latencyMs_p50,
+  "p95": StatsBody_totals_latencyMs_p95,
+  "p99": StatsBody_totals_latencyMs_p99
+};
+const StoredReportBody_properties = {
+  "id": {
+    "type": "string"
+  },
+  "receivedAt": {
+    "type": "string",
+    "format": "date-time"
+  },
+  "durationMs": {
+    "anyOf": [
+      {
+        "type": "number"
+      },
+      {
+        "type": "null"
+      }
+    ]
+  },
+  "status": {
+    "anyOf": [
+      {
+        "type": "integer"
+      },
+      {
+        "type": "null"
+      }
+    ]
+  },
+  "model": {
+    "anyOf": [
+      {
+        "type": "string"
+      },
+      {
+        "type": "null"
+      }
+    ]
+  },
+  "provider": {
+    "anyOf": [
+      {
+        "type": "string"
+      },
+      {
+        "type": "null"
+      }
+    ]
+  },
+  "costUsd": {
+    "anyOf": [
+      {
+        "type": "number"
+      },
+      {
+        "type": "null"
+      }
+    ]
+  },
+  "requestBytes": {
+    "type": "integer"
+  },
+  "responseBytes": {
+    "type": "integer"
+  }
+};
+const StatsBody_totals_latencyMs = {
+  "type": "object",
+  "required": [
+    "p50",
+    "p95",
+    "p99"
+  ],
+  "properties": StatsBody_totals_latencyMs_properties,
+  "description": "percentiles of durationMs, interpolated like percentile_cont; null without durations"
+};
+export const StoredReportBody = {
+  "type": "object",
+  "required": StoredReportBody_required,
+  "properties": StoredReportBody_properties,
+  "additionalProperties": true,
+  "description": "the report as sent, plus the derived fields"
+} as unknown as typeof S.StoredReportBody;
+
 export const ErrorBody = {
   "type": "object",
   "required": [
@@ -65,11 +243,7 @@ export const ReportBody = {
         "timestamp"
       ],
       "properties": {
-        "timestamp": {
-          "type": "string",
-          "format": "date-time",
-          "description": "ISO 8601 date-time, e.g. 2024-05-01T12:00:00.000Z"
-        },
+        "timestamp": ReportBody_request_timestamp,
         "body": {
           "type": "object",
           "properties": {},
@@ -85,11 +259,7 @@ export const ReportBody = {
         "timestamp"
       ],
       "properties": {
-        "timestamp": {
-          "type": "string",
-          "format": "date-time",
-          "description": "ISO 8601 date-time, e.g. 2024-05-01T12:00:00.000Z"
-        },
+        "timestamp": ReportBody_request_timestamp,
         "body": {
           "type": "object",
           "properties": {},
@@ -130,88 +300,6 @@ export const ReportBody = {
   },
   "additionalProperties": true
 } as unknown as typeof S.ReportBody;
-
-export const StoredReportBody = {
-  "type": "object",
-  "required": [
-    "id",
-    "receivedAt",
-    "durationMs",
-    "status",
-    "model",
-    "provider",
-    "costUsd",
-    "requestBytes",
-    "responseBytes"
-  ],
-  "properties": {
-    "id": {
-      "type": "string"
-    },
-    "receivedAt": {
-      "type": "string",
-      "format": "date-time"
-    },
-    "durationMs": {
-      "anyOf": [
-        {
-          "type": "number"
-        },
-        {
-          "type": "null"
-        }
-      ]
-    },
-    "status": {
-      "anyOf": [
-        {
-          "type": "integer"
-        },
-        {
-          "type": "null"
-        }
-      ]
-    },
-    "model": {
-      "anyOf": [
-        {
-          "type": "string"
-        },
-        {
-          "type": "null"
-        }
-      ]
-    },
-    "provider": {
-      "anyOf": [
-        {
-          "type": "string"
-        },
-        {
-          "type": "null"
-        }
-      ]
-    },
-    "costUsd": {
-      "anyOf": [
-        {
-          "type": "number"
-        },
-        {
-          "type": "null"
-        }
-      ]
-    },
-    "requestBytes": {
-      "type": "integer"
-    },
-    "responseBytes": {
-      "type": "integer"
-    }
-  },
-  "additionalProperties": true,
-  "description": "the report as sent, plus the derived fields"
-} as unknown as typeof S.StoredReportBody;
 
 export const SaveBody = {
   "type": "object",
@@ -322,16 +410,8 @@ export const ListQuery = {
       "type": "string",
       "maxLength": 512
     },
-    "from": {
-      "type": "string",
-      "format": "date-time",
-      "description": "inclusive, on request.timestamp"
-    },
-    "to": {
-      "type": "string",
-      "format": "date-time",
-      "description": "exclusive, on request.timestamp"
-    },
+    "from": ListQuery_from,
+    "to": ListQuery_to,
     "environment": {
       "type": "string"
     },
@@ -360,16 +440,8 @@ export const ListQuery = {
 export const FilterQuery = {
   "type": "object",
   "properties": {
-    "from": {
-      "type": "string",
-      "format": "date-time",
-      "description": "inclusive, on request.timestamp"
-    },
-    "to": {
-      "type": "string",
-      "format": "date-time",
-      "description": "exclusive, on request.timestamp"
-    },
+    "from": ListQuery_from,
+    "to": ListQuery_to,
     "environment": {
       "type": "string"
     },
@@ -398,16 +470,8 @@ export const FilterQuery = {
 export const StatsQuery = {
   "type": "object",
   "properties": {
-    "from": {
-      "type": "string",
-      "format": "date-time",
-      "description": "inclusive, on request.timestamp"
-    },
-    "to": {
-      "type": "string",
-      "format": "date-time",
-      "description": "exclusive, on request.timestamp"
-    },
+    "from": ListQuery_from,
+    "to": ListQuery_to,
     "environment": {
       "type": "string"
     },
@@ -465,85 +529,17 @@ export const StatsBody = {
         "requests": {
           "type": "integer"
         },
-        "cacheHits": {
-          "type": "integer",
-          "description": "reports with cacheHit true"
-        },
-        "hitRatio": {
-          "anyOf": [
-            {
-              "type": "number"
-            },
-            {
-              "type": "null"
-            }
-          ],
-          "description": "cacheHits / requests; null without requests"
-        },
+        "cacheHits": StatsBody_totals_cacheHits,
+        "hitRatio": StatsBody_totals_hitRatio,
         "inputTokens": {
           "type": "integer",
           "description": "sum of usage.inputTokens"
         },
-        "outputTokens": {
-          "type": "integer",
-          "description": "sum of usage.outputTokens"
-        },
-        "costUsd": {
-          "type": "number",
-          "description": "sum of costUsd, USD, rounded to 1e-9"
-        },
-        "costSavedUsd": {
-          "type": "number",
-          "description": "sum of costSavedUsd (what cache hits avoided), USD, rounded to 1e-9"
-        },
-        "errors": {
-          "type": "integer",
-          "description": "reports with status 400 or more, and proxied streams that broke after a 2xx start (proxy.outcome stream-error)"
-        },
-        "latencyMs": {
-          "type": "object",
-          "required": [
-            "p50",
-            "p95",
-            "p99"
-          ],
-          "properties": {
-            "p50": {
-              "anyOf": [
-                {
-                  "type": "number"
-                },
-                {
-                  "type": "null"
-                }
-              ],
-              "description": "median durationMs"
-            },
-            "p95": {
-              "anyOf": [
-                {
-                  "type": "number"
-                },
-                {
-                  "type": "null"
-                }
-              ],
-              "description": "95th percentile of durationMs"
-            },
-            "p99": {
-              "anyOf": [
-                {
-                  "type": "number"
-                },
-                {
-                  "type": "null"
-                }
-              ],
-              "description": "99th percentile of durationMs"
-            }
-          },
-          "description": "percentiles of durationMs, interpolated like percentile_cont; null without durations"
-        }
+        "outputTokens": StatsBody_totals_outputTokens,
+        "costUsd": StatsBody_totals_costUsd,
+        "costSavedUsd": StatsBody_totals_costSavedUsd,
+        "errors": StatsBody_totals_errors,
+        "latencyMs": StatsBody_totals_latencyMs
       }
     },
     "groups": {
@@ -577,85 +573,17 @@ export const StatsBody = {
           "requests": {
             "type": "integer"
           },
-          "cacheHits": {
-            "type": "integer",
-            "description": "reports with cacheHit true"
-          },
-          "hitRatio": {
-            "anyOf": [
-              {
-                "type": "number"
-              },
-              {
-                "type": "null"
-              }
-            ],
-            "description": "cacheHits / requests; null without requests"
-          },
+          "cacheHits": StatsBody_totals_cacheHits,
+          "hitRatio": StatsBody_totals_hitRatio,
           "inputTokens": {
             "type": "integer",
             "description": "sum of usage.inputTokens"
           },
-          "outputTokens": {
-            "type": "integer",
-            "description": "sum of usage.outputTokens"
-          },
-          "costUsd": {
-            "type": "number",
-            "description": "sum of costUsd, USD, rounded to 1e-9"
-          },
-          "costSavedUsd": {
-            "type": "number",
-            "description": "sum of costSavedUsd (what cache hits avoided), USD, rounded to 1e-9"
-          },
-          "errors": {
-            "type": "integer",
-            "description": "reports with status 400 or more, and proxied streams that broke after a 2xx start (proxy.outcome stream-error)"
-          },
-          "latencyMs": {
-            "type": "object",
-            "required": [
-              "p50",
-              "p95",
-              "p99"
-            ],
-            "properties": {
-              "p50": {
-                "anyOf": [
-                  {
-                    "type": "number"
-                  },
-                  {
-                    "type": "null"
-                  }
-                ],
-                "description": "median durationMs"
-              },
-              "p95": {
-                "anyOf": [
-                  {
-                    "type": "number"
-                  },
-                  {
-                    "type": "null"
-                  }
-                ],
-                "description": "95th percentile of durationMs"
-              },
-              "p99": {
-                "anyOf": [
-                  {
-                    "type": "number"
-                  },
-                  {
-                    "type": "null"
-                  }
-                ],
-                "description": "99th percentile of durationMs"
-              }
-            },
-            "description": "percentiles of durationMs, interpolated like percentile_cont; null without durations"
-          }
+          "outputTokens": StatsBody_totals_outputTokens,
+          "costUsd": StatsBody_totals_costUsd,
+          "costSavedUsd": StatsBody_totals_costSavedUsd,
+          "errors": StatsBody_totals_errors,
+          "latencyMs": StatsBody_totals_latencyMs
         }
       },
       "description": "only with groupBy; key ascending, null last"
@@ -672,87 +600,7 @@ export const ReportPageBody = {
   "properties": {
     "items": {
       "type": "array",
-      "items": {
-        "type": "object",
-        "required": [
-          "id",
-          "receivedAt",
-          "durationMs",
-          "status",
-          "model",
-          "provider",
-          "costUsd",
-          "requestBytes",
-          "responseBytes"
-        ],
-        "properties": {
-          "id": {
-            "type": "string"
-          },
-          "receivedAt": {
-            "type": "string",
-            "format": "date-time"
-          },
-          "durationMs": {
-            "anyOf": [
-              {
-                "type": "number"
-              },
-              {
-                "type": "null"
-              }
-            ]
-          },
-          "status": {
-            "anyOf": [
-              {
-                "type": "integer"
-              },
-              {
-                "type": "null"
-              }
-            ]
-          },
-          "model": {
-            "anyOf": [
-              {
-                "type": "string"
-              },
-              {
-                "type": "null"
-              }
-            ]
-          },
-          "provider": {
-            "anyOf": [
-              {
-                "type": "string"
-              },
-              {
-                "type": "null"
-              }
-            ]
-          },
-          "costUsd": {
-            "anyOf": [
-              {
-                "type": "number"
-              },
-              {
-                "type": "null"
-              }
-            ]
-          },
-          "requestBytes": {
-            "type": "integer"
-          },
-          "responseBytes": {
-            "type": "integer"
-          }
-        },
-        "additionalProperties": true,
-        "description": "the report as sent, plus the derived fields"
-      }
+      "items": StoredReportBody
     },
     "nextCursor": {
       "anyOf": [
@@ -781,87 +629,7 @@ export const IdParams = {
   }
 } as unknown as typeof S.IdParams;
 
-export const ReportExportLine = {
-  "type": "object",
-  "required": [
-    "id",
-    "receivedAt",
-    "durationMs",
-    "status",
-    "model",
-    "provider",
-    "costUsd",
-    "requestBytes",
-    "responseBytes"
-  ],
-  "properties": {
-    "id": {
-      "type": "string"
-    },
-    "receivedAt": {
-      "type": "string",
-      "format": "date-time"
-    },
-    "durationMs": {
-      "anyOf": [
-        {
-          "type": "number"
-        },
-        {
-          "type": "null"
-        }
-      ]
-    },
-    "status": {
-      "anyOf": [
-        {
-          "type": "integer"
-        },
-        {
-          "type": "null"
-        }
-      ]
-    },
-    "model": {
-      "anyOf": [
-        {
-          "type": "string"
-        },
-        {
-          "type": "null"
-        }
-      ]
-    },
-    "provider": {
-      "anyOf": [
-        {
-          "type": "string"
-        },
-        {
-          "type": "null"
-        }
-      ]
-    },
-    "costUsd": {
-      "anyOf": [
-        {
-          "type": "number"
-        },
-        {
-          "type": "null"
-        }
-      ]
-    },
-    "requestBytes": {
-      "type": "integer"
-    },
-    "responseBytes": {
-      "type": "integer"
-    }
-  },
-  "additionalProperties": true,
-  "description": "the report as sent, plus the derived fields"
-} as unknown as typeof S.ReportExportLine;
+export const ReportExportLine = StoredReportBody as unknown as typeof S.ReportExportLine;
 
 export const CacheExportBody = {
   "type": "string",

@@ -63,6 +63,69 @@ function checkSource(name: keyof typeof CHECKED): string {
   ].join('\n');
 }
 
+/** Parts of the schemas this long or longer, met more than once, are written once, as a const of their own. */
+const SHARED_MIN_CHARS = 60;
+
+/**
+ * The schemas as JSON, a part met more than once (the filter properties of three querystrings, the stored report
+ * in the list's page) written once, as a const named after where it is first met, and named where it recurs:
+ * the text JSON.stringify makes of each schema is the same, only the file is shorter.
+ */
+function schemaConsts(): string[] {
+  const count = new Map<string, number>();
+  const firstAt = new Map<string, string>();
+  // (a property is named after its object: StatsBody_totals_costUsd, not …_properties_totals_properties_costUsd)
+  const walk = (value: unknown, at: string, isProperties = false): void => {
+    if (typeof value !== 'object' || value === null) return;
+    const text = JSON.stringify(value);
+    count.set(text, (count.get(text) ?? 0) + 1);
+    if (!firstAt.has(text)) firstAt.set(text, at);
+    for (const [key, child] of Object.entries(value)) {
+      const name = key.replace(/\W/g, '_');
+      walk(child, isProperties ? `${at.slice(0, -'_properties'.length)}_${name}` : `${at}_${name}`, !isProperties && key === 'properties');
+    }
+  };
+  for (const [name, schema] of Object.entries(S)) walk(schema, name);
+  // Shorter first: a part's own parts are declared before it.
+  const shared = [...count].filter(([text, n]) => n > 1 && text.length >= SHARED_MIN_CHARS).map(([text]) => text).sort((a, b) => a.length - b.length);
+  // A part that is a whole schema is named as that schema (the first of that text) and exported where it is declared.
+  const exported = new Map<string, string>();
+  for (const [name, schema] of Object.entries(S)) if (!exported.has(JSON.stringify(schema))) exported.set(JSON.stringify(schema), name);
+  // Any other, after where it is first met (StatsBody_totals_costUsd).
+  // (were two met at the same name, the second gets `_2`)
+  const taken = new Set(exported.values());
+  const names = new Map<string, string>();
+  for (const text of shared) {
+    let name = exported.get(text);
+    if (name === undefined) {
+      name = firstAt.get(text)!;
+      for (let n = 2; taken.has(name); n++) name = `${firstAt.get(text)!}_${n}`;
+      taken.add(name);
+    }
+    names.set(text, name);
+  }
+  const write = (value: unknown, indent: string, self?: string): string => {
+    if (typeof value !== 'object' || value === null) return JSON.stringify(value);
+    const text = JSON.stringify(value);
+    if (text !== self && names.has(text)) return names.get(text)!;
+    const inner = `${indent}  `;
+    if (Array.isArray(value)) return value.length === 0 ? '[]' : `[\n${value.map((v) => inner + write(v, inner)).join(',\n')}\n${indent}]`;
+    const entries = Object.entries(value);
+    return entries.length === 0 ? '{}' : `{\n${entries.map(([k, v]) => `${inner}${JSON.stringify(k)}: ${write(v, inner)}`).join(',\n')}\n${indent}}`;
+  };
+  const out = shared.map((text) => {
+    const name = names.get(text)!;
+    const value = write(JSON.parse(text), '', text);
+    return exported.get(text) === name ? `export const ${name} = ${value} as unknown as typeof S.${name};` : `const ${name} = ${value};`;
+  });
+  if (out.length > 0) out.push('');
+  for (const [name, schema] of Object.entries(S)) {
+    if (names.get(JSON.stringify(schema)) === name) continue; // (declared above)
+    out.push(`export const ${name} = ${write(schema, '')} as unknown as typeof S.${name};`, '');
+  }
+  return out;
+}
+
 export function generateSchemaModule(): string {
   registerAjvFormats();
   const out = [
@@ -76,9 +139,7 @@ export function generateSchemaModule(): string {
     "import type * as S from './schemas.js';",
     '',
   ];
-  for (const [name, schema] of Object.entries(S)) {
-    out.push(`export const ${name} = ${JSON.stringify(schema, null, 2)} as unknown as typeof S.${name};`, '');
-  }
+  out.push(...schemaConsts());
   out.push('/** A schema\'s check, by `<part> <schema as JSON>` (schemaKey). */');
   out.push('export const CHECKS: ReadonlyMap<string, (value: unknown) => boolean> = new Map([');
   for (const [name, part] of Object.entries(CHECKED)) {
