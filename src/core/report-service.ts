@@ -87,14 +87,25 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
   let closed = false;
   /** records went to the worker since the last flush: a read writes them first (the worker may hold them back a moment) */
   let unsettled = true;
+  /** the flush a read started, until the worker answers: reads that come meanwhile wait for it too */
+  let settling: Promise<void> | undefined;
 
   /** Reads see every report recorded before them. */
   async function settled<T>(read: () => Promise<T>): Promise<T> {
     if (unsettled || proxy.length > 0 || api.length > 0) {
       unsettled = false;
       send(true);
-      await port.flush();
+      const flushed = port.flush();
+      settling = flushed;
+      const done = (): void => {
+        if (settling === flushed) settling = undefined;
+      };
+      flushed.then(done, done);
     }
+    // A read that finds nothing new to hand over may still come while an earlier read's flush is under way
+    // (the dashboard asks five at once): it waits for that flush, or it would read the store before the
+    // reports the flush writes.
+    if (settling) await settling;
     return unavailableAs503(read());
   }
 

@@ -214,3 +214,45 @@ describe('report service: direct-API reports', () => {
     await expect(reports.recordApi(apiRecord(3))).rejects.toMatchObject({ statusCode: 503, code: 'RELAY_ERR_REPORTS_UNAVAILABLE' });
   });
 });
+
+describe('report service: reads', () => {
+  it('read after what was acknowledged, also when they come together while the first one’s flush is under way', async () => {
+    // A worker whose flush takes a while (a loaded machine), and a store that knows what the flush wrote.
+    let stored = 0;
+    let sent = 0;
+    let releaseFlush!: () => void;
+    let flushes = 0;
+    const port: ReportPort = {
+      async send(batch: RecordBatch) {
+        const decoded = decodeBatch(batch);
+        sent += decoded.api.length + decoded.proxy.length;
+        return decoded.api.map((r) => ({ ok: true, text: Buffer.from(r.body).toString() }));
+      },
+      flush() {
+        flushes++;
+        const upTo = sent;
+        return new Promise<void>((resolve) => {
+          releaseFlush = () => {
+            stored = upTo;
+            resolve();
+          };
+        });
+      },
+      async close() {},
+      counters: { pending: 0, written: 0, dropped: 0, outboxDepth: 0 },
+    };
+    const store = { stats: async () => ({ requests: stored }) } as unknown as ReportStore;
+    const reports = createReportService({ port, store, batchMax: 500 });
+    await Promise.all([reports.recordApi(apiRecord(1)), reports.recordApi(apiRecord(2))]);
+
+    // Five reads at once (the dashboard's first look): the first starts the flush, the others wait for it.
+    const reads = Promise.all(Array.from({ length: 5 }, () => reports.stats({}, undefined)));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(flushes).toBe(1);
+    releaseFlush();
+    expect(await reads).toEqual(Array.from({ length: 5 }, () => ({ requests: 2 })));
+    // With nothing new since, a read goes straight to the store.
+    expect(await reports.stats({}, undefined)).toEqual({ requests: 2 });
+    expect(flushes).toBe(1);
+  });
+});
