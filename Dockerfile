@@ -17,7 +17,8 @@ COPY native/binding.gyp native/malloc-trim.c native/memory-pressure.cc native/ra
 RUN npm run build:native
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build && npm prune --omit=dev
+# (tsc's incremental record, dist/.tsbuildinfo, is of no use in the image)
+RUN npm run build && rm -f dist/.tsbuildinfo && npm prune --omit=dev
 
 FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
