@@ -13,7 +13,7 @@
 // whose only callers are proxied clients, reporters, the Pezzo client, probes and a scraper never builds the
 // fastify site.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { FastifySchemaValidationError } from 'fastify';
+import type { FastifyError, FastifySchemaValidationError } from 'fastify';
 import type { Logger } from 'pino';
 import type { CacheService } from '../core/cache-service.js';
 import { uuidv7 } from '../core/ids.js';
@@ -23,7 +23,7 @@ import { RELAY_ERR_SHUTTING_DOWN, RELAY_ERR_UNAUTHORIZED, RELAY_ERR_VALIDATION }
 import { type AccessLine, logArrival, logCompleted } from './access-log.js';
 import { presentedToken } from './auth.js';
 import { retrieveCall, saveCall } from './cache-calls.js';
-import { type ErrorBody, errorBody, logFailure, validationMessage } from './error-handler.js';
+import { type ErrorBody, errorBody, logFailure, toErrorBody, validationMessage } from './error-handler.js';
 import type { Readiness } from './readiness.js';
 import type { Validate } from './site-validation.js';
 
@@ -64,8 +64,8 @@ interface Checks {
   report: Validate;
   save: Validate;
   retrieve: Validate;
-  saveHeaders: Validate;
-  retrieveHeaders: Validate;
+  /** the cache calls' headers (the same schema on both routes) */
+  cacheHeaders: Validate;
 }
 
 /** A route's answer: its status and its body's text (JSON unless a content type is given). */
@@ -108,8 +108,7 @@ export function createApiEdge(opts: ApiEdgeOptions): ApiEdge {
         report: of(REPORT_PATH, S.ReportBody, 'body'),
         save: of(SAVE_PATH, S.SaveBody, 'body'),
         retrieve: of(RETRIEVE_PATH, S.RetrieveBody, 'body'),
-        saveHeaders: of(SAVE_PATH, S.CacheHeaders, 'headers'),
-        retrieveHeaders: of(RETRIEVE_PATH, S.CacheHeaders, 'headers'),
+        cacheHeaders: of(SAVE_PATH, S.CacheHeaders, 'headers'),
       };
       return checks;
     }));
@@ -129,14 +128,14 @@ export function createApiEdge(opts: ApiEdgeOptions): ApiEdge {
       const value = parse(body) as { request: unknown; response: unknown };
       const c = checks ?? (await checksOf());
       await refusal(c.save, 'body', value);
-      await refusal(c.saveHeaders, 'headers', req.headers);
+      await refusal(c.cacheHeaders, 'headers', req.headers);
       return { status: 201, text: JSON.stringify(await saveCall(opts.cache, req.headers, value)) };
     },
     async [RETRIEVE_PATH](body, req) {
       const value = parse(body) as { request: unknown };
       const c = checks ?? (await checksOf());
       await refusal(c.retrieve, 'body', value);
-      await refusal(c.retrieveHeaders, 'headers', req.headers);
+      await refusal(c.cacheHeaders, 'headers', req.headers);
       const answer = await retrieveCall(opts.cache, req.headers, value);
       return { status: answer.status, text: JSON.stringify(answer.body) };
     },
@@ -175,11 +174,9 @@ export function createApiEdge(opts: ApiEdgeOptions): ApiEdge {
     reply(res, body.statusCode, JSON.stringify(body), close);
   }
 
+  /** An error's answer, as the error handler of fastify's routes words it. */
   function failWith(res: ServerResponse, line: AccessLine, err: unknown): void {
-    const e = err as { statusCode?: number; code?: string; message?: string };
-    if (typeof e?.code === 'string' && e.code.startsWith('RELAY_ERR_') && typeof e.statusCode === 'number')
-      return fail(res, line, errorBody(e.statusCode, e.code, e.message ?? ''), err);
-    fail(res, line, errorBody(500, 'RELAY_ERR_INTERNAL', 'Internal error'), err);
+    fail(res, line, toErrorBody(err as FastifyError), err);
   }
 
   return {
