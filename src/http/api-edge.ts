@@ -9,9 +9,9 @@
 // error handler, the access log line and the request counter. Only requests of the usual form come here (an
 // application/json body whose length is declared and within the limit); any other form goes to fastify's
 // route, which answers it as it always has, so odd requests keep their exact answers. The edge also answers
-// GET /readyz and GET /metrics, what a deployment's probes and Prometheus ask every few seconds. A relay
-// whose only callers are proxied clients, reporters, the Pezzo client, probes and a scraper never builds the
-// fastify site.
+// GET /readyz and GET /metrics (and their HEAD), what a deployment's probes and Prometheus ask every few
+// seconds. A relay whose only callers are proxied clients, reporters, the Pezzo client, probes and a scraper
+// never builds the fastify site.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyError, FastifySchemaValidationError } from 'fastify';
 import type { Logger } from 'pino';
@@ -54,9 +54,10 @@ export interface ApiEdgeOptions {
 }
 
 export interface ApiEdge {
-  /** whether this request is one the edge answers (else fastify's route does) */
-  takes(req: IncomingMessage): boolean;
-  handle(req: IncomingMessage, res: ServerResponse): void;
+  /** the path of the edge's route this request is for, if the edge answers it (else fastify's route does) */
+  takes(req: IncomingMessage): string | undefined;
+  /** answers a request `takes` took, with the path it gave */
+  handle(req: IncomingMessage, res: ServerResponse, path: string): void;
 }
 
 /** The validators of the routes' parts, as fastify's routes have them (site-validation.ts). */
@@ -141,7 +142,8 @@ export function createApiEdge(opts: ApiEdgeOptions): ApiEdge {
     },
   };
 
-  // Reads, without a body; fastify's routes answer their HEAD.
+  // Reads, without a body. A HEAD gets the GET's status and headers (Node leaves the body out), as from
+  // fastify's routes, so a load balancer probing with HEAD does not build the site either.
   const reads: Record<string, () => Promise<Answer>> = {
     async [READY_PATH]() {
       const answer = await opts.readiness();
@@ -155,7 +157,7 @@ export function createApiEdge(opts: ApiEdgeOptions): ApiEdge {
 
   /** The route a request's method and path name, if the edge has it. */
   const routeOf = (method: string | undefined, url: string): string | undefined => {
-    const table = method === 'POST' ? routes : method === 'GET' ? reads : undefined;
+    const table = method === 'POST' ? routes : method === 'GET' || method === 'HEAD' ? reads : undefined;
     if (!table) return undefined;
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
@@ -182,15 +184,14 @@ export function createApiEdge(opts: ApiEdgeOptions): ApiEdge {
   return {
     takes(req) {
       const path = routeOf(req.method, req.url!);
-      if (path === undefined) return false;
-      if (req.method === 'GET') return req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined;
+      if (path === undefined || req.headers['transfer-encoding'] !== undefined) return undefined;
+      if (req.method !== 'POST') return req.headers['content-length'] === undefined ? path : undefined;
       const type = req.headers['content-type'];
       const length = Number(req.headers['content-length']);
-      return typeof type === 'string' && PLAIN_JSON.test(type) && length > 0 && length <= opts.maxBodyBytes && req.headers['transfer-encoding'] === undefined;
+      return typeof type === 'string' && PLAIN_JSON.test(type) && length > 0 && length <= opts.maxBodyBytes ? path : undefined;
     },
 
-    handle(req, res) {
-      const path = routeOf(req.method, req.url!)!;
+    handle(req, res, path) {
       const line: AccessLine = { reqId: opts.nextRequestId(), req, startedAt: performance.now() };
       logArrival(log, line);
       res.once('finish', () => {
@@ -208,7 +209,7 @@ export function createApiEdge(opts: ApiEdgeOptions): ApiEdge {
       const failed = (err: unknown): void => {
         if (!res.headersSent) failWith(res, line, err);
       };
-      if (req.method === 'GET') {
+      if (req.method !== 'POST') {
         reads[path]!().then(answered, failed);
         return;
       }

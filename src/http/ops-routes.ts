@@ -1,5 +1,5 @@
 // /healthz (the process answers) and /readyz (its stores answer too) on fastify: requests the edges do not
-// take (HEAD /readyz; a GET /healthz or /readyz is answered by them), and the OpenAPI document.
+// take (a GET or HEAD /readyz that declares a body; a plain one, and /healthz, are answered by them), and the OpenAPI document.
 import type { FastifyPluginAsync } from 'fastify';
 import { type ReadinessOptions, readiness } from './readiness.js';
 

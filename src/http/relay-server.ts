@@ -1,6 +1,6 @@
 // The relay's one node:http server. Proxied calls and health checks go to the edge (proxy-edge.ts), which
-// needs nothing else; posted reports and the Pezzo client's cache calls of the usual form, GET /readyz and
-// GET /metrics to the API edge (api-edge.ts); every other request goes to the site (site.ts: the rest of the
+// needs nothing else; posted reports and the Pezzo client's cache calls of the usual form, GET and HEAD
+// /readyz and /metrics to the API edge (api-edge.ts); every other request goes to the site (site.ts: the rest of the
 // API, /docs, /dashboard, fastify), which is built on the first such request — a relay used as a proxy,
 // reported to, probed and scraped never loads fastify, TypeBox or the OpenAPI machinery.
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
@@ -24,8 +24,9 @@ export function createRelayServer(
   site: (req: IncomingMessage, res: ServerResponse) => void,
 ): RelayServer {
   const server = createServer({ maxHeaderSize: settings.maxHeaderBytes }, (req, res) => {
+    let path: string | undefined;
     if (edge.takes(req)) edge.handle(req, res);
-    else if (apiEdge.takes(req)) apiEdge.handle(req, res);
+    else if ((path = apiEdge.takes(req)) !== undefined) apiEdge.handle(req, res, path);
     else if (edge.isHealthCheck(req)) edge.health(req, res);
     else site(req, res);
   });

@@ -140,13 +140,24 @@ describe('the API edge', () => {
   });
 
   it('answers GET /readyz and /metrics as fastify’s routes do (a GET that declares a body goes to them)', async () => {
-    const get = (url: string, headers: Record<string, string> = {}): Promise<{ status: number; type: string | undefined; text: string }> =>
+    const get = (url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<{ status: number; type: string | undefined; text: string }> =>
       new Promise((resolve, reject) => {
-        const req = request(url, { method: 'GET', headers }, (res) => {
+        const req = request(url, { method, headers }, (res) => {
           let text = '';
           res.setEncoding('utf8');
           res.on('data', (c: string) => (text += c));
           res.on('end', () => resolve({ status: res.statusCode!, type: res.headers['content-type'], text }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    const headers = (url: string, sent: Record<string, string>): Promise<{ status: number; type?: string; length?: string; body: string }> =>
+      new Promise((resolve, reject) => {
+        const req = request(url, { method: 'HEAD', headers: sent }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode!, type: res.headers['content-type'], length: res.headers['content-length'], body }));
         });
         req.on('error', reject);
         req.end();
@@ -157,6 +168,10 @@ describe('the API edge', () => {
       const route = await get(`${r.url}/readyz`, { ...auth, 'content-length': '0' });
       expect(edge).toEqual(route);
       expect(JSON.parse(edge.text)).toMatchObject({ status: 'ready' });
+      // HEAD: the GET's status and headers, no body
+      const head = await headers(`${r.url}/readyz`, auth);
+      expect(head).toEqual(await headers(`${r.url}/readyz`, { ...auth, 'content-length': '0' }));
+      expect(head).toMatchObject({ status: 200, body: '', type: edge.type, length: String(Buffer.byteLength(edge.text)) });
       const scraped = await get(`${r.url}/metrics`, r === guarded ? { authorization: 'Bearer edge-token' } : {});
       const viaRoute = await get(`${r.url}/metrics`, { ...(r === guarded ? { authorization: 'Bearer edge-token' } : {}), 'content-length': '0' });
       expect(scraped.status).toBe(200);

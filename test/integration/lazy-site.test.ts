@@ -32,6 +32,9 @@ it('answers proxied calls and health checks without loading fastify, and builds 
   const scrape = await fetch(`${relay.url}/metrics`);
   expect(scrape.status).toBe(200);
   expect(await scrape.text()).toMatch(/^llm_relay_requests_total\{route="\/readyz",cache_status="none",status_code="200"\} 1$/m);
+  // a load balancer's probe may be a HEAD
+  const head = await fetch(`${relay.url}/readyz`, { method: 'HEAD' });
+  expect([head.status, head.headers.get('content-type'), await head.text()]).toEqual([200, 'application/json; charset=utf-8', '']);
   expect(loaded('fastify')).toBe(false);
 
   // The first request for the site builds it, and is answered like any other.
