@@ -27,6 +27,7 @@ import { type Flight, createSingleFlight } from './single-flight.js';
 import { type Telemetry, noTelemetry } from './telemetry.js';
 import { type ExchangeTracing, epochMs } from './trace-facts.js';
 import { forward } from './forward.js';
+import { createRouteHint } from './route-hint.js';
 import type { Base, Exchange, ProxyRequest, ProxyResponse } from './proxy-types.js';
 
 export interface ExchangeLog {
@@ -86,6 +87,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
   const telemetry = opts.telemetry ?? noTelemetry;
   const rawKeys = new LRUCache<string, string>({ max: RAW_KEYS });
   const namespaces = new LRUCache<string, string>({ max: NAMESPACES });
+  const hint = createRouteHint(opts.log);
   const fleet = opts.fleet && createFleetExchange({ flight: opts.fleet, maxBytes: opts.cache.maxEntryBytes, telemetry });
 
   function namespaceOf(explicit: string | undefined, credential: string | undefined): string {
@@ -321,6 +323,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
               }
             : leader?.publish,
         telemetry,
+        hint,
         ...(opts.tracing ? { tracing: opts.tracing } : {}),
       });
     },

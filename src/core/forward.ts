@@ -16,6 +16,7 @@ import { clientResponseHeaders, isJsonMediaType, one, upstreamRequestHeaders } f
 import type { CacheStatus, Outcome } from './proxy-report.js';
 import type { Target } from './routing.js';
 import { mayReportError, parseSse, sseOutcome } from './sse.js';
+import type { RouteHint } from './route-hint.js';
 import type { Telemetry } from './telemetry.js';
 import { type ExchangeTracing, epochMs } from './trace-facts.js';
 
@@ -34,6 +35,8 @@ export interface ForwardArgs {
   publish?: (live: LiveAnswer) => void;
   telemetry: Telemetry;
   tracing?: ExchangeTracing;
+  /** told of every upstream answer of 400 or more (route-hint.ts) */
+  hint?: RouteHint;
 }
 
 /** Provider headers worth replaying with a cached answer; everything else describes the original call. */
@@ -126,6 +129,7 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
   const contentType = String(res.headers['content-type'] ?? '');
   const isSse = contentType.startsWith('text/event-stream');
   const ok = res.status >= 200 && res.status < 300;
+  if (res.status >= 400) a.hint?.(a.req.headers, a.target, res.status);
   const encoding = one(res.headers['content-encoding']);
   const identity = encoding === undefined || encoding === 'identity';
   const captured = captureBody(a.cacheMaxEntryBytes);

@@ -227,6 +227,40 @@ describe('@anthropic-ai/sdk through a named route', () => {
   });
 });
 
+describe('@anthropic-ai/sdk pointed at the relay’s root, without a named route', () => {
+  // What OpenAI answers a path it does not serve; the relay forwards it as it is, and says why in its log.
+  const invalidUrl = { error: { message: 'Invalid URL (POST /v1/messages)', type: 'invalid_request_error', param: null, code: null } };
+  const hints = () => relay.logs.filter((l) => l.includes('an Anthropic call (it sends anthropic-version) went to the default route'));
+
+  it('gets the upstream’s 404 unchanged, and the relay logs once how to route Anthropic', async () => {
+    openaiUp.failWith(404, invalidUrl);
+    anthropicUp.failWith(404, { type: 'error', error: { type: 'not_found_error', message: 'model: nope' } });
+    const params = { model: 'claude-3-5-haiku-20241022', max_tokens: 16, messages: [{ role: 'user' as const, content: 'misrouted' }] };
+    // An OpenAI call refused with 404 and an Anthropic call refused on its named route are no such case.
+    const openai = new OpenAI({ apiKey: 'sk-test-openai-key', baseURL: `${relay.url}/v1`, maxRetries: 0 });
+    await expect(openai.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 404 });
+    const named = new Anthropic({ apiKey: 'sk-ant-test-key', baseURL: `${relay.url}/anthropic`, maxRetries: 0 });
+    await expect(named.messages.create(params)).rejects.toMatchObject({ status: 404 });
+    expect(hints()).toHaveLength(0);
+
+    const root = new Anthropic({ apiKey: 'sk-ant-test-key', baseURL: relay.url, maxRetries: 0 });
+    for (let i = 0; i < 2; i++) {
+      const err = (await root.messages.create(params).catch((e: unknown) => e)) as InstanceType<typeof Anthropic.NotFoundError>;
+      expect(err).toBeInstanceOf(Anthropic.NotFoundError);
+      expect(err.error).toEqual(invalidUrl);
+    }
+    expect(openaiUp.calls.map((c) => c.path)).toEqual(['/v1/chat/completions', '/v1/messages', '/v1/messages']);
+    const told = hints();
+    expect(told).toHaveLength(1);
+    const line = JSON.parse(told[0]!) as { level: number; upstream: string; path: string; msg: string };
+    expect(line).toMatchObject({ level: 40, upstream: openaiUp.url, path: '/v1/messages' });
+    expect(line.msg).toContain('{"routes":[{"prefix":"/anthropic","upstream":"https://api.anthropic.com"}]}');
+    expect(line.msg).toContain('ANTHROPIC_BASE_URL=http://HOST:PORT/anthropic');
+    // never the caller's key
+    expect(told[0]).not.toContain('sk-ant-test-key');
+  });
+});
+
 describe("the relay's own errors reach the SDKs (provider-shaped)", () => {
   const TOKEN_MESSAGE =
     "Missing or invalid relay token: this relay has RELAY_API_TOKENS set, so send one of them as x-relay-token (or Authorization: Bearer on /api); this is the relay's token, not your provider API key";
