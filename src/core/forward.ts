@@ -129,7 +129,7 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
   const contentType = String(res.headers['content-type'] ?? '');
   const isSse = contentType.startsWith('text/event-stream');
   const ok = res.status >= 200 && res.status < 300;
-  if (res.status >= 400) a.hint?.(a.req.headers, a.target, res.status);
+  if (res.status >= 400) a.hint?.(a.req, a.target, res.status);
   const encoding = one(res.headers['content-encoding']);
   const identity = encoding === undefined || encoding === 'identity';
   const captured = captureBody(a.cacheMaxEntryBytes);

@@ -1,6 +1,7 @@
 // The official SDKs pointed at the relay: openai (current) on the default route, @anthropic-ai/sdk on a
 // named route. First call MISS and reaches the upstream; the identical second call HIT without reaching
-// it, with identical content — streamed and not.
+// it, with identical content — streamed and not. And SDKs given the wrong base URL get the upstream's 404 and
+// the relay's hint in its log.
 import { createHash } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import * as o200k from 'gpt-tokenizer/encoding/o200k_base';
@@ -227,7 +228,7 @@ describe('@anthropic-ai/sdk through a named route', () => {
   });
 });
 
-describe('@anthropic-ai/sdk pointed at the relay’s root, without a named route', () => {
+describe('SDKs pointed at the wrong base URL', () => {
   // What OpenAI answers a path it does not serve; the relay forwards it as it is, and says why in its log.
   const invalidUrl = { error: { message: 'Invalid URL (POST /v1/messages)', type: 'invalid_request_error', param: null, code: null } };
   const hints = () => relay.logs.filter((l) => l.includes('an Anthropic call (it sends anthropic-version) went to the default route'));
@@ -258,6 +259,24 @@ describe('@anthropic-ai/sdk pointed at the relay’s root, without a named route
     expect(line.msg).toContain('ANTHROPIC_BASE_URL=http://HOST:PORT/anthropic');
     // never the caller's key
     expect(told[0]).not.toContain('sk-ant-test-key');
+  });
+
+  it('openai without /v1: the upstream’s 404 unchanged, and the relay logs once which base URL to use', async () => {
+    openaiUp.failWith(404, { error: { message: 'Invalid URL (POST /chat/completions)', type: 'invalid_request_error', param: null, code: null } });
+    const told = () => relay.logs.filter((l) => l.includes('OpenAI\'s paths start with /v1'));
+    const noV1 = new OpenAI({ apiKey: 'sk-test-openai-key', baseURL: relay.url, maxRetries: 0 });
+    for (let i = 0; i < 2; i++) {
+      const err = (await noV1.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'no v1' }] }).catch((e: unknown) => e)) as InstanceType<
+        typeof OpenAI.NotFoundError
+      >;
+      expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+      expect(err.error).toMatchObject({ message: 'Invalid URL (POST /chat/completions)' });
+    }
+    expect(openaiUp.calls.map((c) => c.path)).toEqual(['/chat/completions', '/chat/completions']);
+    expect(told()).toHaveLength(1);
+    expect(JSON.parse(told()[0]!)).toMatchObject({ level: 40, upstream: openaiUp.url, path: '/chat/completions' });
+    expect(told()[0]).toContain('OPENAI_BASE_URL=http://HOST:PORT/v1');
+    expect(told()[0]).not.toContain('sk-test-openai-key');
   });
 });
 
