@@ -143,8 +143,21 @@ main(process.argv.slice(2)).then(
       process.stderr.write(`llm-relay: ${err.message}\n`);
       process.exit(2);
     }
-    const e = err as Error;
-    process.stderr.write(`llm-relay: ${doing}: ${e.message}\n`);
+    process.stderr.write(`llm-relay: ${doing}: ${failureText(err as ListenError)}\n`);
     process.exit(1);
   },
 );
+
+/** What Node's listen() throws: its code, and the address and port it was asked for. */
+type ListenError = Error & { code?: string; syscall?: string; address?: string; port?: number };
+
+/** A failure in words: the two ways listening fails at start say what to do about them. */
+function failureText(e: ListenError): string {
+  if (e.syscall === 'listen' && e.port !== undefined) {
+    const where = `${e.address?.includes(':') ? `[${e.address}]` : e.address}:${e.port}`;
+    if (e.code === 'EADDRINUSE')
+      return `${where} is in use by another program (another relay?): stop it, or give this relay another port (PORT, --port; 0 picks a free one)`;
+    if (e.code === 'EACCES') return `listening on ${where} is not allowed to this user (ports below 1024 need privileges): use a port from 1024 up (PORT, --port)`;
+  }
+  return e.message;
+}

@@ -1,6 +1,8 @@
 // The built command as users run it.
 import { execFile, fork, spawn } from 'node:child_process';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -97,6 +99,23 @@ describe('llm-relay command', () => {
     };
     expect(await cli(['--port', '0', '--upstream-url', 'http://127.0.0.1:9/v1'])).toEqual(refused);
     expect(await cli(['--upstream-url', 'http://127.0.0.1:9/v1/'])).toEqual(refused);
+  });
+
+  it('a port in use stops start-up (exit 1) with what to do about it', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    const dataDir = await mkdtemp(join(tmpdir(), 'relay-cli-port-'));
+    try {
+      expect(await cli(['--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir])).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `llm-relay: could not start: 127.0.0.1:${port} is in use by another program (another relay?): stop it, or give this relay another port (PORT, --port; 0 picks a free one)\n`,
+      });
+    } finally {
+      taken.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });
 
