@@ -219,6 +219,7 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
     connectTimeoutMs: config.upstreamConnectTimeoutMs,
     headersTimeoutMs: config.upstreamHeadersTimeoutMs,
     bodyTimeoutMs: config.upstreamBodyTimeoutMs,
+    ...(config.upstreamProxy ? { proxy: config.upstreamProxy } : {}),
   });
   const route = createRouter(config.routes, config.upstreamUrl);
   // Tracing (OTEL_* variables): loaded only when an endpoint is set; off, not one OpenTelemetry module is.

@@ -5,11 +5,14 @@
 import { join } from 'node:path';
 import { type RelayConfig, redact } from './config.js';
 import type { ListenUrls } from './listen-url.js';
+import type { UpstreamProxy } from './upstream/upstream-proxy.js';
 
 export interface StartupFacts {
   version: string;
   url: string;
   upstream: string;
+  /** the proxy calls upstream go through (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), when one is set */
+  proxy?: string;
   routes: { prefix: string; upstream: string }[];
   dataDir: string;
   cacheStore: string;
@@ -28,6 +31,7 @@ export function startupFacts(config: Readonly<RelayConfig>, urls: ListenUrls, ve
     version,
     url: urls.bound,
     upstream: redact(config.upstreamUrl),
+    ...(config.upstreamProxy ? { proxy: proxyText(config.upstreamProxy) } : {}),
     routes: config.routes.map((r) => ({ prefix: r.prefix, upstream: redact(r.upstream) })),
     dataDir: config.dataDir,
     cacheStore: config.cacheUrl === 'sqlite' ? `sqlite ${join(config.dataDir, 'cache.sqlite')}` : redact(config.cacheUrl),
@@ -43,9 +47,21 @@ export function startupFacts(config: Readonly<RelayConfig>, urls: ListenUrls, ve
   };
 }
 
+/** Where calls upstream go, proxy passwords hidden: `https via http://proxy:3128; not for localhost (NO_PROXY)`. */
+function proxyText(p: UpstreamProxy): string {
+  const via =
+    p.httpsProxy !== undefined && p.httpProxy !== undefined && p.httpsProxy !== p.httpProxy
+      ? `https via ${redact(p.httpsProxy)}, http via ${redact(p.httpProxy)}`
+      : p.httpsProxy !== undefined && p.httpProxy === undefined
+        ? `https via ${redact(p.httpsProxy)} (http straight out)`
+        : `via ${redact((p.httpsProxy ?? p.httpProxy)!)}`;
+  return p.noProxy ? `${via}; not for ${p.noProxy} (NO_PROXY)` : via;
+}
+
 export function bannerText(f: StartupFacts): string {
   const rows: [string, string][] = [
     ['upstream', f.upstream],
+    ...(f.proxy ? [['proxy', f.proxy] as [string, string]] : []),
     ...f.routes.map((r): [string, string] => ['route', `${r.prefix} → ${r.upstream}`]),
     ['data dir', f.dataDir],
     ['cache', `${f.cacheStore}; ${f.cache ? 'on' : 'off (x-relay-cache: on turns it on per call)'}, scope ${f.cacheScope}`],

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TRACING_OFF, type TracingSettings, tracingFromEnv } from './tracing/tracing-config.js';
+import { type UpstreamProxy, proxyFromEnv } from './upstream/upstream-proxy.js';
 
 export interface RouteConfig {
   prefix: string;
@@ -56,6 +57,8 @@ export interface RelayConfig {
   pricesFile: string;
   /** from the standard OTEL_* variables only (tracing/tracing-config.ts); off without an endpoint */
   tracing: TracingSettings;
+  /** from the standard HTTPS_PROXY, HTTP_PROXY and NO_PROXY only (upstream/upstream-proxy.ts); none: calls go straight out */
+  upstreamProxy?: UpstreamProxy;
 }
 
 type Kind = 'int' | 'string' | 'bool' | 'onoff' | 'list' | 'url' | 'enum' | 'level' | 'duration';
@@ -220,6 +223,8 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<RelayConfig> {
 
   const config = validate(raw, problems);
   config.tracing = sources.overrides?.tracing ?? tracingFromEnv(env, problems);
+  const proxy = sources.overrides && 'upstreamProxy' in sources.overrides ? sources.overrides.upstreamProxy : proxyFromEnv(env, problems);
+  if (proxy) config.upstreamProxy = proxy;
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
 }
@@ -524,6 +529,13 @@ export function helpText(version: string): string {
     lines.push(`  ${`${flagName(s)} VALUE`.padEnd(36)} ${s.description}`);
     lines.push(`  ${''.padEnd(36)} env ${s.env}, default ${shown}`);
   }
-  lines.push('  --help                               print this help', '  --version                            print the version');
+  lines.push(
+    '  --help                               print this help',
+    '  --version                            print the version',
+    '',
+    'Read from the environment only, as other tools read them:',
+    '  HTTPS_PROXY, HTTP_PROXY, NO_PROXY    the proxy calls upstream go through, and the hosts reached directly',
+    '  OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_*  where trace spans go (tracing is off without an endpoint)',
+  );
   return `${lines.join('\n')}\n`;
 }

@@ -3,17 +3,20 @@
 import type { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { Agent, Dispatcher } from 'undici';
+import type { Agent, Dispatcher, EnvHttpProxyAgent } from 'undici';
 import {
   RELAY_ERR_UPSTREAM_DNS,
   RELAY_ERR_UPSTREAM_TIMEOUT,
   RELAY_ERR_UPSTREAM_UNREACHABLE,
 } from '../errors.js';
+import type { UpstreamProxy } from './upstream-proxy.js';
 
 export interface UpstreamOptions {
   connectTimeoutMs: number;
   headersTimeoutMs: number;
   bodyTimeoutMs: number;
+  /** the proxy the environment names (upstream-proxy.ts): calls go through it, NO_PROXY's hosts excepted */
+  proxy?: UpstreamProxy;
 }
 
 export interface UpstreamRequest {
@@ -52,21 +55,22 @@ export const IDLE_CONNECTIONS_KEPT = 32;
 
 export function createUpstreamClient(opts: UpstreamOptions): UpstreamClient {
   // undici is loaded with the first call upstream: a relay that only answers from its cache never needs it.
-  let agent: Agent | undefined;
-  let loading: Promise<Agent> | undefined;
-  let newAgent: (() => Agent) | undefined;
+  let agent: Agent | EnvHttpProxyAgent | undefined;
+  let loading: Promise<Agent | EnvHttpProxyAgent> | undefined;
+  let newAgent: (() => Agent | EnvHttpProxyAgent) | undefined;
   /** pools let go by releaseIdle, closing once their running calls are done */
   const retired = new Set<Promise<void>>();
-  const agentOf = (): Agent | Promise<Agent> =>
+  const agentOf = (): Agent | EnvHttpProxyAgent | Promise<Agent | EnvHttpProxyAgent> =>
     agent ??
-    (loading ??= import('undici').then(({ Agent }) => {
-      newAgent = () =>
-        new Agent({
-          connect: { timeout: opts.connectTimeoutMs },
-          headersTimeout: opts.headersTimeoutMs,
-          bodyTimeout: opts.bodyTimeoutMs,
-          keepAliveTimeout: 30_000,
-        });
+    (loading ??= import('undici').then(({ Agent, EnvHttpProxyAgent }) => {
+      const options = {
+        connect: { timeout: opts.connectTimeoutMs },
+        headersTimeout: opts.headersTimeoutMs,
+        bodyTimeout: opts.bodyTimeoutMs,
+        keepAliveTimeout: 30_000,
+      };
+      const proxy = opts.proxy;
+      newAgent = proxy ? () => new EnvHttpProxyAgent({ ...options, ...proxy }) : () => new Agent(options);
       agent = newAgent();
       return agent;
     }));
@@ -88,7 +92,8 @@ export function createUpstreamClient(opts: UpstreamOptions): UpstreamClient {
       }
     },
     releaseIdle() {
-      if (!agent || !newAgent) return false;
+      // (through a proxy the pools are the proxy agent's own, which keeps no such count)
+      if (!agent || !newAgent || !('stats' in agent)) return false;
       let idle = 0;
       for (const stats of Object.values(agent.stats)) idle += (stats as { free?: number }).free ?? 0;
       if (idle <= IDLE_CONNECTIONS_KEPT) return false;

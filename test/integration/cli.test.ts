@@ -31,6 +31,9 @@ describe('llm-relay command', () => {
     const { stdout } = await run(process.execPath, [CLI, '--help']);
     for (const s of SETTINGS) expect(stdout).toContain(flagName(s));
     expect(stdout).toContain('--config FILE');
+    // and what is read from the environment only
+    expect(stdout).toContain('HTTPS_PROXY, HTTP_PROXY, NO_PROXY');
+    expect(stdout).toContain('OTEL_EXPORTER_OTLP_ENDPOINT');
   });
 
   it('--help anywhere prints the help, and nothing else happens', async () => {
