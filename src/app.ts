@@ -282,7 +282,7 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
     closing: () => closing,
     nextRequestId,
     readiness: () => readiness({ cacheStore, reportStore, timeoutMs: config.storeTimeoutMs, outboxDepth: () => reports.counters.outboxDepth }),
-    metrics: async () => ({ text: await metrics.registry.metrics(), contentType: metrics.registry.contentType }),
+    metrics: () => metrics.scrape(),
   });
   const server = createRelayServer({ maxHeaderBytes: config.maxHeaderBytes, requestTimeoutMs: config.requestTimeoutMs }, edge, apiEdge, toSite);
 

@@ -1,11 +1,11 @@
-// /metrics: Prometheus text format through prom-client. Core reports its work as plain Telemetry calls;
-// everything else (cache size, report queue, outbox) is read from its source when Prometheus scrapes.
+// /metrics: what the relay counts, kept in plain counts on the hot path (a map lookup and an addition per
+// call), and the Prometheus text prom-client writes from them when Prometheus scrapes (metrics-registry.ts,
+// which loads prom-client with the first scrape). Core reports its work as plain Telemetry calls; everything
+// else (cache size, report queue, outbox) is read from its source on scrape.
 import type { FastifyInstance } from 'fastify';
-import { Counter, Gauge, Histogram, type Metric, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CacheStatus } from '../core/proxy-report.js';
 import type { Telemetry } from '../core/telemetry.js';
-
-const PREFIX = 'llm_relay_';
+import type { Registry } from 'prom-client';
 
 export interface MetricsSources {
   cacheStore: { stats(): Promise<{ entries: number; bytes: number }> };
@@ -29,7 +29,37 @@ export interface Metrics {
   countRequest(route: string, cacheStatus: unknown, statusCode: number): void;
   /** Adds the onResponse hook and GET /metrics to the root instance: call it before any route is registered. */
   install(app: FastifyInstance): void;
-  registry: Registry;
+  /** The exposition text and its content type (prom-client, loaded with the first scrape). */
+  scrape(): Promise<{ text: string; contentType: string }>;
+}
+
+/** A counter's values by label set (the key: the label values joined). */
+export type Counts = Map<string, { labels: Record<string, string>; value: number }>;
+
+/** A histogram's series by label set: each bucket's own count (not cumulative), the count and the sum. */
+export interface Histograms {
+  bounds: readonly number[];
+  series: Map<string, { labels: Record<string, string>; counts: Float64Array; count: number; sum: number }>;
+}
+
+function add(counts: Counts, key: string, labels: () => Record<string, string>, n = 1): void {
+  const c = counts.get(key);
+  if (c) c.value += n;
+  else counts.set(key, { labels: labels(), value: n });
+}
+
+function histograms(bounds: readonly number[]): Histograms {
+  return { bounds, series: new Map() };
+}
+
+/** As prom-client's Histogram counts: the first bucket whose bound the value does not exceed (or only +Inf). */
+function observe(h: Histograms, key: string, labels: () => Record<string, string>, value: number): void {
+  let s = h.series.get(key);
+  if (!s) h.series.set(key, (s = { labels: labels(), counts: new Float64Array(h.bounds.length), count: 0, sum: 0 }));
+  const i = h.bounds.findIndex((b) => value <= b);
+  if (i !== -1) s.counts[i]!++;
+  s.count++;
+  s.sum += value;
 }
 
 const CACHE_STATUSES: ReadonlySet<string> = new Set(['HIT', 'MISS', 'BYPASS', 'REFRESH', 'COALESCED'] satisfies CacheStatus[]);
@@ -38,18 +68,6 @@ const CACHE_STATUSES: ReadonlySet<string> = new Set(['HIT', 'MISS', 'BYPASS', 'R
 // that answers slowly or times out (RELAY_STORE_TIMEOUT_MS, 500 ms by default).
 const OVERHEAD_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 const UPSTREAM_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120];
-
-// Process metrics describe the process, not an app, and prom-client's collectors never stop (an event-loop
-// delay monitor and a GC observer each). So they live in one registry per process (not prom-client's
-// global one), merged into each app's registry: tests that build many apps do not pile up collectors.
-let processRegistry: Registry | undefined;
-function processMetrics(): Registry {
-  if (!processRegistry) {
-    processRegistry = new Registry();
-    collectDefaultMetrics({ register: processRegistry, prefix: PREFIX });
-  }
-  return processRegistry;
-}
 
 /**
  * Reads cacheStore.stats() at most once per `ttlMs`, waits at most `timeoutMs` for it, and otherwise answers
@@ -94,160 +112,48 @@ function createStatsReader(read: () => Promise<{ entries: number; bytes: number 
   };
 }
 
-/** A counter that mirrors a monotonic number kept elsewhere: on scrape it is increased by what was added since. */
-function mirrorCounter(name: string, help: string, read: () => number): Counter {
-  let seen = 0;
-  return new Counter({
-    name,
-    help,
-    registers: [],
-    collect() {
-      const v = read();
-      if (v < seen) {
-        // The source restarted from 0: a counter reset, which Prometheus' rate() understands.
-        this.reset();
-        seen = 0;
-      }
-      if (v > seen) this.inc(v - seen);
-      seen = v;
-    },
-  });
-}
-
 export function createMetrics(sources: MetricsSources, opts: MetricsOptions = {}): Metrics {
   const now = opts.now ?? (() => performance.now());
   const stats = createStatsReader(() => sources.cacheStore.stats(), opts.statsTimeoutMs ?? 250, opts.statsTtlMs ?? 2000, now);
 
-  const requests = new Counter({
-    name: `${PREFIX}requests_total`,
-    help: 'Requests answered by the relay, by fastify route (proxy for the transparent proxy), x-relay-cache and status code',
-    labelNames: ['route', 'cache_status', 'status_code'] as const,
-    registers: [],
-  });
-  const overhead = new Histogram({
-    name: `${PREFIX}overhead_seconds`,
-    help: 'Time the relay itself added to a proxied exchange before its answer head went out, by upstream route',
-    labelNames: ['route', 'cache_status'] as const,
-    buckets: OVERHEAD_BUCKETS,
-    registers: [],
-  });
-  const upstreamLatency = new Histogram({
-    name: `${PREFIX}upstream_latency_seconds`,
-    help: 'Time from the upstream request to its response head, by upstream route',
-    labelNames: ['route'] as const,
-    buckets: UPSTREAM_BUCKETS,
-    registers: [],
-  });
-  const cacheFailures = new Counter({
-    name: `${PREFIX}cache_failures_total`,
-    help: 'Cache store calls on the proxy path that failed or timed out, by operation',
-    labelNames: ['op'] as const,
-    registers: [],
-  });
-  // Both series exist from the start, at 0, so alerts on increase() see the first failure.
-  cacheFailures.inc({ op: 'lookup' }, 0);
-  cacheFailures.inc({ op: 'save' }, 0);
-  const fleetFlights = new Counter({
-    name: `${PREFIX}fleet_flights_total`,
-    help: 'Cache misses that went into the fleet (Redis cache), by what became of them: lead (this relay made the call), follow (another relay did), takeover (its relay died; this one made it), stored (found stored meanwhile), fallback (Redis failing: single flight on this relay only)',
-    labelNames: ['event'] as const,
-    registers: [],
-  });
-
-  const cacheEntries = new Gauge({
-    name: `${PREFIX}cache_entries`,
-    help: 'Entries in the cache store (last known value when the store does not answer)',
-    registers: [],
-    async collect() {
-      this.set((await stats()).entries);
-    },
-  });
-  const cacheBytes = new Gauge({
-    name: `${PREFIX}cache_bytes`,
-    help: 'Bytes in the cache store (last known value when the store does not answer)',
-    registers: [],
-    async collect() {
-      this.set((await stats()).bytes);
-    },
-  });
-  const reportsPending = new Gauge({
-    name: `${PREFIX}reports_pending`,
-    help: 'Reports accepted and not yet durable (in neither the report store nor the outbox)',
-    registers: [],
-    collect() {
-      this.set(sources.reports.pending);
-    },
-  });
-  const reportsWritten = mirrorCounter(`${PREFIX}reports_written_total`, 'Reports the report store has taken, directly or from the outbox', () => sources.reports.written);
-  const reportsDropped = mirrorCounter(
-    `${PREFIX}reports_dropped_total`,
-    'Reports lost (neither written nor kept in the outbox); must stay 0',
-    () => sources.outbox?.dropped ?? 0,
-  );
-  const outboxDepth = new Gauge({
-    name: `${PREFIX}outbox_depth`,
-    help: 'Reports waiting in the durable outbox for the report store to come back',
-    registers: [],
-    collect() {
-      this.set(sources.outbox?.depth ?? 0);
-    },
-  });
-
-  const spans = (): { exported: number; failed: number; dropped: number } => sources.spans?.() ?? { exported: 0, failed: 0, dropped: 0 };
-  const spansExported = mirrorCounter(`${PREFIX}trace_spans_exported_total`, 'Trace spans the OTLP endpoint took (tracing on: OTEL_EXPORTER_OTLP_ENDPOINT)', () => spans().exported);
-  const spansFailed = mirrorCounter(
-    `${PREFIX}trace_spans_failed_total`,
-    'Trace spans in exports that failed (endpoint down, refusing, or slower than OTEL_EXPORTER_OTLP_TIMEOUT); they are not retried later',
-    () => spans().failed,
-  );
-  const spansDropped = mirrorCounter(
-    `${PREFIX}trace_spans_dropped_total`,
-    'Trace spans dropped because the export queue (OTEL_BSP_MAX_QUEUE_SIZE) was full: the endpoint does not keep up or is down',
-    () => spans().dropped,
-  );
-
-  const own = new Registry();
-  const all: Metric[] = [
-    requests,
-    overhead,
-    upstreamLatency,
-    cacheFailures,
-    fleetFlights,
-    cacheEntries,
-    cacheBytes,
-    reportsPending,
-    reportsWritten,
-    reportsDropped,
-    outboxDepth,
-    spansExported,
-    spansFailed,
-    spansDropped,
-  ];
-  for (const m of all) own.registerMetric(m);
-  const registry = Registry.merge([processMetrics(), own]);
+  const kept = {
+    requests: new Map() as Counts,
+    overhead: histograms(OVERHEAD_BUCKETS),
+    upstreamLatency: histograms(UPSTREAM_BUCKETS),
+    // Both series exist from the start, at 0, so alerts on increase() see the first failure.
+    cacheFailures: new Map([
+      ['lookup', { labels: { op: 'lookup' }, value: 0 }],
+      ['save', { labels: { op: 'save' }, value: 0 }],
+    ]) as Counts,
+    fleetFlights: new Map() as Counts,
+  };
+  let registry: Promise<Registry> | undefined;
 
   const telemetry: Telemetry = {
     exchange(o) {
-      // Telemetry must never throw into core's hot path: skip a value prom-client would reject.
-      if (Number.isFinite(o.overheadMs)) overhead.observe({ route: o.route, cache_status: o.cacheStatus }, Math.max(0, o.overheadMs) / 1000);
+      // Telemetry must never throw into core's hot path: a value that is no number is skipped.
+      if (Number.isFinite(o.overheadMs))
+        observe(kept.overhead, `${o.route}\0${o.cacheStatus}`, () => ({ route: o.route, cache_status: o.cacheStatus }), Math.max(0, o.overheadMs) / 1000);
       if (o.upstreamMs !== undefined && Number.isFinite(o.upstreamMs))
-        upstreamLatency.observe({ route: o.route }, Math.max(0, o.upstreamMs) / 1000);
+        observe(kept.upstreamLatency, o.route, () => ({ route: o.route }), Math.max(0, o.upstreamMs) / 1000);
     },
     cacheFailure(op) {
-      cacheFailures.inc({ op });
+      add(kept.cacheFailures, op, () => ({ op }));
     },
     fleetFlight(event) {
-      fleetFlights.inc({ event });
+      add(kept.fleetFlights, event, () => ({ event }));
     },
   };
 
   function countRequest(route: string, cacheStatus: unknown, statusCode: number): void {
-    requests.inc({
-      route,
-      // Only the relay's own values, so a stray header cannot add label values without bound.
-      cache_status: typeof cacheStatus === 'string' && CACHE_STATUSES.has(cacheStatus) ? cacheStatus : 'none',
-      status_code: String(statusCode),
-    });
+    // Only the relay's own values, so a stray header cannot add label values without bound.
+    const status = typeof cacheStatus === 'string' && CACHE_STATUSES.has(cacheStatus) ? cacheStatus : 'none';
+    add(kept.requests, `${route}\0${status}\0${statusCode}`, () => ({ route, cache_status: status, status_code: String(statusCode) }));
+  }
+
+  async function scrape(): Promise<{ text: string; contentType: string }> {
+    const r = await (registry ??= import('./metrics-registry.js').then((m) => m.createRegistry(kept, sources, stats)));
+    return { text: await r.metrics(), contentType: r.contentType };
   }
 
   function install(app: FastifyInstance): void {
@@ -260,10 +166,10 @@ export function createMetrics(sources: MetricsSources, opts: MetricsOptions = {}
     });
 
     app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
-      const text = await registry.metrics();
-      return reply.type(registry.contentType).send(text);
+      const { text, contentType } = await scrape();
+      return reply.type(contentType).send(text);
     });
   }
 
-  return { telemetry, countRequest, install, registry };
+  return { telemetry, countRequest, install, scrape };
 }

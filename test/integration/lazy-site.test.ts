@@ -29,6 +29,8 @@ it('answers proxied calls and health checks without loading fastify, and builds 
   const ready = await fetch(`${relay.url}/readyz`);
   expect(ready.status).toBe(200);
   expect(await ready.json()).toMatchObject({ status: 'ready', cache: { kind: 'sqlite', status: 'ok' } });
+  // prom-client (and @opentelemetry/api, which it requires) only for a scrape: the counts are plain until then
+  expect(loaded('prom-client')).toBe(false);
   const scrape = await fetch(`${relay.url}/metrics`);
   expect(scrape.status).toBe(200);
   expect(await scrape.text()).toMatch(/^llm_relay_requests_total\{route="\/readyz",cache_status="none",status_code="200"\} 1$/m);

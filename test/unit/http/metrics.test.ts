@@ -40,7 +40,7 @@ async function build(sources: MetricsSources, opts?: MetricsOptions) {
   const scrape = async () => {
     const res = await app.inject({ method: 'GET', url: '/metrics' });
     expect(res.statusCode).toBe(200);
-    expect(res.headers['content-type']).toBe(metrics.registry.contentType);
+    expect(res.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
     return parse(res.body);
   };
   return { app, metrics, scrape };
@@ -216,7 +216,7 @@ describe('metrics', () => {
     expect(Object.keys(doc.paths)).not.toContain('/metrics');
     const other = await build(fakeSources());
     other.metrics.telemetry.cacheFailure('save');
-    const mine = parse(await (await build(fakeSources())).metrics.registry.metrics());
+    const mine = parse((await (await build(fakeSources())).metrics.scrape()).text);
     expect(value(mine, 'llm_relay_cache_failures_total', { op: 'save' })).toBe(0);
   });
 });
