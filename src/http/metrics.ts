@@ -42,20 +42,27 @@ export interface Histograms {
   series: Map<string, { labels: Record<string, string>; counts: Float64Array; count: number; sum: number }>;
 }
 
-function add(counts: Counts, key: string, labels: () => Record<string, string>, n = 1): void {
-  const c = counts.get(key);
-  if (c) c.value += n;
-  else counts.set(key, { labels: labels(), value: n });
+/** The count of a label set, made (at 0) the first time it is met: the labels are built only then. */
+function countOf(counts: Counts, key: string, labels?: Record<string, string>): { value: number } {
+  let c = counts.get(key);
+  if (!c) counts.set(key, (c = { labels: labels!, value: 0 }));
+  return c;
 }
 
 function histograms(bounds: readonly number[]): Histograms {
   return { bounds, series: new Map() };
 }
 
+type Series = Histograms['series'] extends Map<string, infer S> ? S : never;
+
+function seriesOf(h: Histograms, key: string, labels: Record<string, string>): Series {
+  const s = { labels, counts: new Float64Array(h.bounds.length), count: 0, sum: 0 };
+  h.series.set(key, s);
+  return s;
+}
+
 /** As prom-client's Histogram counts: the first bucket whose bound the value does not exceed (or only +Inf). */
-function observe(h: Histograms, key: string, labels: () => Record<string, string>, value: number): void {
-  let s = h.series.get(key);
-  if (!s) h.series.set(key, (s = { labels: labels(), counts: new Float64Array(h.bounds.length), count: 0, sum: 0 }));
+function observe(h: Histograms, s: Series, value: number): void {
   const i = h.bounds.findIndex((b) => value <= b);
   if (i !== -1) s.counts[i]!++;
   s.count++;
@@ -129,26 +136,34 @@ export function createMetrics(sources: MetricsSources, opts: MetricsOptions = {}
   };
   let registry: Promise<Registry> | undefined;
 
+  // (each label set's labels are built the first time it is met, never on the calls after)
   const telemetry: Telemetry = {
     exchange(o) {
       // Telemetry must never throw into core's hot path: a value that is no number is skipped.
-      if (Number.isFinite(o.overheadMs))
-        observe(kept.overhead, `${o.route}\0${o.cacheStatus}`, () => ({ route: o.route, cache_status: o.cacheStatus }), Math.max(0, o.overheadMs) / 1000);
-      if (o.upstreamMs !== undefined && Number.isFinite(o.upstreamMs))
-        observe(kept.upstreamLatency, o.route, () => ({ route: o.route }), Math.max(0, o.upstreamMs) / 1000);
+      if (Number.isFinite(o.overheadMs)) {
+        const key = `${o.route}\0${o.cacheStatus}`;
+        const h = kept.overhead;
+        observe(h, h.series.get(key) ?? seriesOf(h, key, { route: o.route, cache_status: o.cacheStatus }), Math.max(0, o.overheadMs) / 1000);
+      }
+      if (o.upstreamMs !== undefined && Number.isFinite(o.upstreamMs)) {
+        const h = kept.upstreamLatency;
+        observe(h, h.series.get(o.route) ?? seriesOf(h, o.route, { route: o.route }), Math.max(0, o.upstreamMs) / 1000);
+      }
     },
     cacheFailure(op) {
-      add(kept.cacheFailures, op, () => ({ op }));
+      countOf(kept.cacheFailures, op, { op }).value++;
     },
     fleetFlight(event) {
-      add(kept.fleetFlights, event, () => ({ event }));
+      countOf(kept.fleetFlights, event, { event }).value++;
     },
   };
 
   function countRequest(route: string, cacheStatus: unknown, statusCode: number): void {
     // Only the relay's own values, so a stray header cannot add label values without bound.
     const status = typeof cacheStatus === 'string' && CACHE_STATUSES.has(cacheStatus) ? cacheStatus : 'none';
-    add(kept.requests, `${route}\0${status}\0${statusCode}`, () => ({ route, cache_status: status, status_code: String(statusCode) }));
+    const key = `${route}\0${status}\0${statusCode}`;
+    const c = kept.requests.get(key) ?? countOf(kept.requests, key, { route, cache_status: status, status_code: String(statusCode) });
+    c.value++;
   }
 
   async function scrape(): Promise<{ text: string; contentType: string }> {

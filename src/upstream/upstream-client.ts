@@ -70,7 +70,10 @@ export function createUpstreamClient(opts: UpstreamOptions): UpstreamClient {
         keepAliveTimeout: 30_000,
       };
       const proxy = opts.proxy;
-      newAgent = proxy ? () => new EnvHttpProxyAgent({ ...options, ...proxy }) : () => new Agent(options);
+      // '' where the environment named no proxy: undici would otherwise read the variables itself
+      newAgent = proxy
+        ? () => new EnvHttpProxyAgent({ ...options, httpProxy: proxy.httpProxy ?? '', httpsProxy: proxy.httpsProxy ?? '', noProxy: proxy.noProxy })
+        : () => new Agent(options);
       agent = newAgent();
       return agent;
     }));
