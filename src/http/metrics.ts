@@ -43,9 +43,9 @@ export interface Histograms {
 }
 
 /** The count of a label set, made (at 0) the first time it is met: the labels are built only then. */
-function countOf(counts: Counts, key: string, labels?: Record<string, string>): { value: number } {
+function countOf(counts: Counts, key: string, labels: Record<string, string>): { value: number } {
   let c = counts.get(key);
-  if (!c) counts.set(key, (c = { labels: labels!, value: 0 }));
+  if (!c) counts.set(key, (c = { labels, value: 0 }));
   return c;
 }
 
@@ -167,7 +167,13 @@ export function createMetrics(sources: MetricsSources, opts: MetricsOptions = {}
   }
 
   async function scrape(): Promise<{ text: string; contentType: string }> {
-    const r = await (registry ??= import('./metrics-registry.js').then((m) => m.createRegistry(kept, sources, stats)));
+    const r = await (registry ??= import('./metrics-registry.js').then(
+      (m) => m.createRegistry(kept, sources, stats),
+      (err: unknown) => {
+        registry = undefined; // the next scrape tries again
+        throw err;
+      },
+    ));
     return { text: await r.metrics(), contentType: r.contentType };
   }
 
