@@ -93,6 +93,20 @@ describe('metrics', () => {
     expect(value(s, 'llm_relay_cache_failures_total', { op: 'save' })).toBe(0);
   });
 
+  it('counts as prom-client’s histograms do: cumulative buckets, a value past the last bound in +Inf only, and skips what is no number', async () => {
+    const { metrics, scrape } = await build(fakeSources());
+    for (const overheadMs of [0.05, 0.1, 0.7, 3000, Number.NaN]) metrics.telemetry.exchange({ route: 'default', cacheStatus: 'MISS', status: 200, overheadMs });
+    metrics.telemetry.fleetFlight!('lead');
+    metrics.telemetry.fleetFlight!('lead');
+    const s = await scrape();
+    const bucket = (le: string) => value(s, 'llm_relay_overhead_seconds_bucket', { route: 'default', cache_status: 'MISS', le });
+    // 0.05 ms and 0.1 ms (exactly on the first bound) in the first bucket, 0.7 ms in 0.001, 3 s past 1
+    expect([bucket('0.0001'), bucket('0.00025'), bucket('0.001'), bucket('0.5'), bucket('1'), bucket('+Inf')]).toEqual([2, 2, 3, 3, 3, 4]);
+    expect(value(s, 'llm_relay_overhead_seconds_count', { route: 'default', cache_status: 'MISS' })).toBe(4);
+    expect(value(s, 'llm_relay_overhead_seconds_sum', { route: 'default', cache_status: 'MISS' })).toBeCloseTo(3.00085, 9);
+    expect(value(s, 'llm_relay_fleet_flights_total', { event: 'lead' })).toBe(2);
+  });
+
   it('reads cache, report and outbox numbers on scrape', async () => {
     const sources = fakeSources();
     const { scrape } = await build(sources, { statsTtlMs: 0 });
