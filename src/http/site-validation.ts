@@ -12,7 +12,11 @@
 import type { FastifySchemaCompiler, FastifySchemaValidationError, RouteOptions } from 'fastify';
 import { CHECKS, schemaKey } from './schemas.generated.js';
 
-/** A part's validator: the value (converted, for some parts) or TypeBox's errors; a promise for a refusal before TypeBox is loaded. */
+/**
+ * A part's validator: the value (converted, for some parts) or TypeBox's errors. Before TypeBox is loaded, a
+ * value the generated check does not settle gets a promise: rejected with TypeBox's errors, or resolved with
+ * TypeBox's result (the value as it converts it).
+ */
 export type Validate = (value: unknown) => { value?: unknown; error?: FastifySchemaValidationError[] } | Promise<unknown>;
 type Compiler = (route: { schema: unknown; method: string; url: string; httpPart?: string }) => Validate;
 type Hook = (request: Record<string, unknown>, reply: unknown, done: (err?: Error) => void) => void;
@@ -108,14 +112,15 @@ export function createSiteValidation(): SiteValidation {
         if (check(value)) return { value };
       }
       if (typebox) return fullOf(typebox)(value);
-      // A refusal before TypeBox is loaded (a value not written plainly has waited for it: see onRoute):
-      // fastify takes a promise as pass or fail, and a rejection with TypeBox's errors as the validation
-      // error it would have made of them (the same 400 and message). Were the two ever to disagree, TypeBox's
-      // compiler decides, as for the API edge.
+      // Before TypeBox is loaded: a refusal, or (where no onRoute wait ran first, as for a caller of the
+      // validator itself) a value not written plainly. fastify takes a promise as pass or fail: a rejection
+      // with TypeBox's errors as the validation error it would have made of them (the same 400 and message),
+      // a resolution with TypeBox's result as the value it converted. Were the two ever to disagree,
+      // TypeBox's compiler decides, as for the API edge.
       return loadTypeBox().then((compile) => {
-        const result = fullOf(compile)(value) as { error?: FastifySchemaValidationError[] };
+        const result = fullOf(compile)(value) as { value?: unknown; error?: FastifySchemaValidationError[] };
         if (result.error) throw Object.assign(new Error('validation failed'), { validation: result.error });
-        return true;
+        return result;
       });
     };
   };
