@@ -12,6 +12,7 @@ import type { ReportPort, WriterCounters } from './core/report-service.js';
 import type { ApiOutcome } from './core/report-sink.js';
 import { preparePrivateFile } from './storage/private-files.js';
 import { type TracingSettings, lastExportBoundMs } from './tracing/tracing-config.js';
+import type { UpstreamProxy } from './upstream/upstream-proxy.js';
 
 /** What the worker needs to build its side: plain data (it crosses to the thread). */
 export interface ReportThreadSettings {
@@ -40,6 +41,8 @@ export interface ReportThreadSettings {
   defaults: { client: string; clientVersion: string; environment: string };
   /** OTEL_* settings: with tracing on, the worker builds and exports the spans (src/tracing/span-export.ts) */
   tracing: TracingSettings;
+  /** HTTPS_PROXY / HTTP_PROXY / NO_PROXY: the span exporter reaches its endpoint as the calls upstream do */
+  upstreamProxy?: UpstreamProxy;
 }
 
 export interface ReportThreadLog {

@@ -87,6 +87,7 @@ function loadSpans(): Promise<SpanExport | undefined> {
         onCounters: () => send({ t: 'counters', counters: counters() }),
         onFailure: (err) =>
           send({ t: 'log', level: 'warn', obj: { err: { type: err?.name ?? 'Error', message: err?.message ?? 'export failed' }, endpoint: settings.tracing.url }, msg: 'trace export failed: spans are counted in llm_relay_trace_spans_failed_total (logged once a minute)' }),
+        ...(settings.upstreamProxy ? { proxy: settings.upstreamProxy } : {}),
       }),
     )
     .then(

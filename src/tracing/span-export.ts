@@ -17,6 +17,11 @@ import { type SpanOut, exchangeSpans } from './exchange-spans.js';
 import { HOST_NAME, SCHEMA_URL, SERVICE_NAME, SERVICE_VERSION } from './genai-attributes.js';
 import type { JsonSpan } from './otlp-json.js';
 import type { EncodedSpan } from './otlp-proto.js';
+import { type UpstreamProxy, proxyForUrl } from '../upstream/upstream-proxy.js';
+import type { Agent, ClientRequest } from 'node:http';
+import { isIP } from 'node:net';
+import { type PeerCertificate, checkServerIdentity } from 'node:tls';
+import type { HttpsProxyAgent } from 'https-proxy-agent';
 import { lastExportBoundMs, type TracingSettings } from './tracing-config.js';
 
 export interface SpanCounters {
@@ -42,6 +47,8 @@ export interface SpanExportOptions {
   onCounters(): void;
   /** an export failed (called at most once a minute): for one log line, never with a header value */
   onFailure(err: Error | undefined): void;
+  /** HTTPS_PROXY / HTTP_PROXY / NO_PROXY as the calls upstream read them: the endpoint is reached the same way */
+  proxy?: UpstreamProxy;
 }
 
 /** A protocol's writer: the SpanOut that writes each span as it ends, and the export of what it wrote. */
@@ -67,7 +74,7 @@ async function spanWriter(protocol: TracingSettings['protocol']): Promise<SpanWr
  * OTEL_EXPORTER_OTLP_* settings), assembled as its own OTLPTraceExporter classes assemble them, with the
  * relay's writer in place of the official serializer (otlp-proto.ts, otlp-json.ts say why; same bytes).
  */
-async function otlpExporter(settings: TracingSettings, writer: SpanWriter): Promise<SpanExporter> {
+async function otlpExporter(settings: TracingSettings, writer: SpanWriter, proxy: UpstreamProxy | undefined): Promise<SpanExporter> {
   const config = { url: settings.url, headers: settings.headers, timeoutMillis: settings.timeoutMs };
   const [{ OTLPExporterBase }, { createOtlpHttpExportDelegate, convertLegacyHttpOptions }, { JsonTraceSerializer, ProtobufTraceSerializer, TraceExporterMetricsHelper }] = await Promise.all([
     import('@opentelemetry/otlp-exporter-base'),
@@ -75,9 +82,12 @@ async function otlpExporter(settings: TracingSettings, writer: SpanWriter): Prom
     import('@opentelemetry/otlp-transformer'),
   ]);
   const { deserializeResponse } = settings.protocol === 'http/json' ? JsonTraceSerializer : ProtobufTraceSerializer;
+  const http = convertLegacyHttpOptions(config, 'TRACES', 'v1/traces', { 'Content-Type': writer.contentType });
+  const via = proxyForUrl(proxy, http.url);
+  if (via !== undefined) http.agentFactory = await throughProxy(via, http.agentFactory);
   return new OTLPExporterBase(
     createOtlpHttpExportDelegate(
-      convertLegacyHttpOptions(config, 'TRACES', 'v1/traces', { 'Content-Type': writer.contentType }),
+      http,
       { serializeRequest: writer.encode, deserializeResponse },
       'otlp_http_span_exporter',
       TraceExporterMetricsHelper,
@@ -86,9 +96,40 @@ async function otlpExporter(settings: TracingSettings, writer: SpanWriter): Prom
   );
 }
 
+type AgentFactory = (protocol: string) => Promise<Agent> | Agent;
+type AgentConnectOpts = Parameters<HttpsProxyAgent<string>['connect']>[1];
+
+/**
+ * The exporter's connections through the proxy, in a CONNECT tunnel (https-proxy-agent; TLS to the endpoint
+ * inside it for an https one), as undici makes the calls upstream: the proxy sees the endpoint's host and
+ * port, never the spans or OTLP's headers. The TLS to the endpoint takes the certificates the exporter's own
+ * agent was made with (OTEL_EXPORTER_OTLP_CERTIFICATE, _CLIENT_CERTIFICATE, _CLIENT_KEY); the proxy agent
+ * keeps no agent options of its own for them, so they are handed to each tunnel's TLS.
+ */
+async function throughProxy(proxyUrl: string, own: AgentFactory): Promise<AgentFactory> {
+  const { HttpsProxyAgent: ProxyAgent } = await import('https-proxy-agent');
+  class TunnelAgent extends ProxyAgent<string> {
+    constructor(private readonly endpointTls: Record<string, unknown>) {
+      super(proxyUrl, { keepAlive: true });
+    }
+    override connect(req: ClientRequest, opts: AgentConnectOpts) {
+      // (its TLS inside the tunnel is told no host, so an endpoint given by IP is checked as that IP here)
+      const host = opts.host;
+      const byIp = host !== undefined && isIP(host) !== 0 ? { checkServerIdentity: (_: string, cert: PeerCertificate) => checkServerIdentity(host, cert) } : {};
+      return super.connect(req, { ...opts, ...this.endpointTls, ...byIp } as AgentConnectOpts);
+    }
+  }
+  return async (protocol) => {
+    const agent = await own(protocol);
+    const { ca, cert, key } = (agent as unknown as { options: { ca?: unknown; cert?: unknown; key?: unknown } }).options;
+    agent.destroy();
+    return new TunnelAgent({ ...(ca ? { ca } : {}), ...(cert ? { cert } : {}), ...(key ? { key } : {}) });
+  };
+}
+
 export async function createSpanExport(settings: TracingSettings, opts: SpanExportOptions): Promise<SpanExport> {
   const writer = await spanWriter(settings.protocol);
-  const inner = await otlpExporter(settings, writer);
+  const inner = await otlpExporter(settings, writer, opts.proxy);
   const counters: SpanCounters = { exported: 0, failed: 0, dropped: 0 };
   let handed = 0;
   let taken = 0;

@@ -52,3 +52,35 @@ export function proxyFromEnv(env: Env, problems: string[]): UpstreamProxy | unde
     noProxy: read(env, 'no_proxy')?.value ?? '',
   };
 }
+
+const DEFAULT_PORTS: Readonly<Record<string, number>> = { 'http:': 80, 'https:': 443 };
+
+/**
+ * The proxy a call to `url` goes through, or undefined when it goes straight out: the choice undici's
+ * EnvHttpProxyAgent makes for the calls upstream (HTTPS_PROXY, else HTTP_PROXY, for https; HTTP_PROXY for
+ * http; NO_PROXY's hosts, their subdomains and `host:port` entries straight out, `*` everything), made here
+ * for what does not go through undici (the OTLP span exporter, tracing/span-export.ts).
+ */
+export function proxyForUrl(proxy: UpstreamProxy | undefined, url: string): string | undefined {
+  if (!proxy) return undefined;
+  let target: URL;
+  try {
+    target = new URL(url);
+  } catch {
+    return undefined;
+  }
+  const chosen = target.protocol === 'https:' ? (proxy.httpsProxy ?? proxy.httpProxy) : target.protocol === 'http:' ? proxy.httpProxy : undefined;
+  if (chosen === undefined) return undefined;
+  const noProxy = proxy.noProxy.trim();
+  if (noProxy === '*') return undefined;
+  const hostname = target.hostname.toLowerCase();
+  const port = Number(target.port) || DEFAULT_PORTS[target.protocol]!;
+  for (const entry of noProxy.split(/[,\s]/)) {
+    if (!entry) continue;
+    const parsed = /^(.+):(\d+)$/.exec(entry);
+    const host = (parsed ? parsed[1]! : entry).replace(/^\*?\./, '').toLowerCase();
+    if (parsed && Number(parsed[2]) !== port) continue;
+    if (hostname === host || hostname.endsWith(`.${host}`)) return undefined;
+  }
+  return chosen;
+}

@@ -3,7 +3,8 @@
 // opentelemetry/proto/collector/trace/v1 (ExportTraceServiceRequest) the tests look at: the tree has no
 // protobuf decoder for requests (the exporter's otlp-transformer only writes them). It can also hang
 // (never answer) to play an endpoint that is stuck.
-import { type IncomingMessage, type Server, createServer } from 'node:http';
+import { type IncomingMessage, type RequestListener, type Server, createServer } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 
 export type AttrValue = string | number | boolean | AttrValue[] | { [k: string]: AttrValue } | null;
@@ -234,12 +235,13 @@ function decodeJson(body: Buffer, format: string): ReceivedSpan[] {
   return out;
 }
 
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+/** With `tls` (a PEM key and certificate) it listens for https. */
+export async function startOtlpReceiver(tls?: { key: string; cert: string }): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const requests: OtlpReceiver['requests'] = [];
   const waiters: { n: number; resolve: () => void }[] = [];
   const state = { hang: false };
-  const server: Server = createServer((req, res) => {
+  const handler: RequestListener = (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -261,11 +263,12 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       if (contentType.includes('json')) res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
       else res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
     });
-  });
+  };
+  const server: Server = tls ? createTlsServer(tls, handler) : createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return Object.assign(state, {
-    url: `http://127.0.0.1:${port}`,
+    url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`,
     spans,
     requests,
     async waitForSpans(n: number, timeoutMs = 10_000) {

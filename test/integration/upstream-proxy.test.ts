@@ -1,12 +1,17 @@
 // A relay behind a company's proxy: with HTTPS_PROXY / HTTP_PROXY set, calls upstream go through it in a
 // CONNECT tunnel (so it sees the upstream's host and port, never a request or its key), NO_PROXY's hosts
-// straight out, and its password is never shown. Driven by the real openai SDK through the real app, with a
+// straight out, and its password is never shown. The OTLP span exporter reaches its endpoint the same way. Driven by the real openai SDK through the real app, with a
 // CONNECT proxy and a fake upstream on loopback.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type AddressInfo, type Socket, connect } from 'node:net';
 import OpenAI from 'openai-current';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeUpstream, chatCompletion, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { startOtlpReceiver } from '../helpers/otlp-receiver.js';
 import { startRelay } from '../helpers/relay.js';
 
 interface Tunnel {
@@ -113,6 +118,66 @@ describe('calls upstream through the environment’s proxy', () => {
       expect(up.calls).toHaveLength(0);
     } finally {
       await relay.close();
+    }
+  });
+
+  it('the span exporter reaches its OTLP endpoint through the proxy too, and straight out for NO_PROXY', async () => {
+    const otlp = await startOtlpReceiver();
+    const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_EXPORTER_OTLP_HEADERS: 'x-otlp-token=s3cret-otlp', OTEL_BSP_SCHEDULE_DELAY: '50' };
+    const withAuth = proxy.url.replace('http://', 'http://team:s3cret-pw@');
+    try {
+      const relay = await startRelay({ cacheUrl: 'memory', upstreamUrl: up.url }, {}, { ...otel, HTTP_PROXY: withAuth });
+      try {
+        expect(await ask(relay.url, 'traced via proxy')).toEqual(chatCompletion('echo: traced via proxy'));
+        expect((await otlp.waitForSpans(2)).map((s) => s.kind).sort()).toEqual([2, 3]);
+        // the endpoint got the spans with OTLP's own header, through a tunnel the proxy authorized
+        expect(otlp.requests.at(-1)!.headers['x-otlp-token']).toBe('s3cret-otlp');
+        const auth = `Basic ${Buffer.from('team:s3cret-pw').toString('base64')}`;
+        expect(proxy.tunnels).toContainEqual({ target: new URL(otlp.url).host, proxyAuthorization: auth });
+        expect(proxy.tunnels).toContainEqual({ target: new URL(up.url).host, proxyAuthorization: auth });
+      } finally {
+        await relay.close();
+        proxy.tunnels.length = 0;
+        up.reset();
+      }
+      otlp.spans.length = 0;
+      const direct = await startRelay({ cacheUrl: 'memory', upstreamUrl: up.url }, {}, { ...otel, HTTP_PROXY: proxy.url, NO_PROXY: '127.0.0.1' });
+      try {
+        expect(await ask(direct.url, 'traced direct')).toEqual(chatCompletion('echo: traced direct'));
+        expect(await otlp.waitForSpans(2)).toHaveLength(2);
+        expect(proxy.tunnels).toEqual([]);
+      } finally {
+        await direct.close();
+        up.reset();
+      }
+    } finally {
+      await otlp.close();
+    }
+  });
+
+  it('an https endpoint with its own CA (OTEL_EXPORTER_OTLP_CERTIFICATE) is reached through the tunnel, TLS inside it', async () => {
+    // a certificate for 127.0.0.1 that only the CA file vouches for (openssl, as on every machine of this kind)
+    const dir = mkdtempSync(join(tmpdir(), 'relay-otlp-tls-'));
+    const [key, cert] = [join(dir, 'key.pem'), join(dir, 'cert.pem')];
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    const otlp = await startOtlpReceiver({ key: readFileSync(key, 'utf8'), cert: readFileSync(cert, 'utf8') });
+    // The official exporter reads its certificate settings from the process's environment (the worker's copy).
+    process.env.OTEL_EXPORTER_OTLP_CERTIFICATE = cert;
+    try {
+      const relay = await startRelay({ cacheUrl: 'memory', upstreamUrl: up.url }, {}, { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_BSP_SCHEDULE_DELAY: '50', HTTPS_PROXY: proxy.url, NO_PROXY: new URL(up.url).host });
+      try {
+        expect(await ask(relay.url, 'traced over tls')).toEqual(chatCompletion('echo: traced over tls'));
+        expect(await otlp.waitForSpans(2)).toHaveLength(2);
+        expect(proxy.tunnels).toEqual([{ target: new URL(otlp.url).host, proxyAuthorization: undefined }]);
+      } finally {
+        await relay.close();
+        proxy.tunnels.length = 0;
+        up.reset();
+      }
+    } finally {
+      delete process.env.OTEL_EXPORTER_OTLP_CERTIFICATE;
+      await otlp.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
