@@ -10,6 +10,11 @@ export interface ProxyRecord {
   facts: ProxyFacts;
   request?: Uint8Array;
   response?: Uint8Array;
+  /**
+   * A repeat (a cache hit of the same kind as an earlier record of its batch, see `repeatOf`): that record.
+   * Its facts are the earlier one's with its own id and times, its bodies the very same bytes.
+   */
+  sameAs?: ProxyRecord;
 }
 
 /**
@@ -78,10 +83,86 @@ export type RecordBatch = { meta: string; bytes: ArrayBuffer };
 
 type Span = [offset: number, length: number] | 0;
 
-/** Packs records into one JSON text and one transferable buffer holding every body. */
+/**
+ * The facts a repeat of a hit may not differ in from the first of its kind (all but its id and times): named
+ * here for every field of ProxyFacts, so a field added there must be placed here too.
+ */
+const KIND_FIELDS = {
+  status: true,
+  cacheStatus: true,
+  outcome: true,
+  method: true,
+  url: true,
+  upstream: true,
+  relayHeaders: true,
+  cacheEnabled: true,
+  cacheKey: true,
+  originReportId: true,
+  costSavedUsd: true,
+  upstreamMs: true,
+  error: true,
+  streamed: true,
+  encoding: true,
+  requestJson: true,
+  requestSha256: true,
+  trace: true,
+  id: false,
+  startedAt: false,
+  endedAt: false,
+} as const satisfies Record<keyof ProxyFacts, boolean>;
+const COMPARED = (Object.keys(KIND_FIELDS) as (keyof ProxyFacts)[]).filter((k) => KIND_FIELDS[k] && k !== 'relayHeaders' && k !== 'trace');
+
+function sameBytes(a: WireBytes | undefined, b: WireBytes | undefined): boolean {
+  if (a === b) return true;
+  if (!(a instanceof Uint8Array) || !(b instanceof Uint8Array) || a.length !== b.length) return false;
+  return Buffer.from(a.buffer, a.byteOffset, a.length).equals(b);
+}
+
+/**
+ * Whether `r` can cross as a repeat of `first`: both cache hits answered from the same origin, untraced, with
+ * the same facts but for id and times, and the same request and answer bytes. (A hit's answer is its entry's
+ * bytes, the same buffer for every hit of one entry; a request's, compared byte for byte.) Then the worker
+ * makes the same report of it as of the whole record, with its own id and times.
+ */
+export function repeatOf(first: OutgoingProxyRecord, r: OutgoingProxyRecord): boolean {
+  const a = first.facts;
+  const b = r.facts;
+  if (b.cacheStatus !== 'HIT' || b.originReportId === undefined || a.trace !== undefined || b.trace !== undefined) return false;
+  for (const k of COMPARED) if (a[k] !== b[k]) return false;
+  const ha = a.relayHeaders;
+  const hb = b.relayHeaders;
+  if (ha.length !== hb.length) return false;
+  for (let i = 0; i < ha.length; i++) {
+    const x = ha[i]!;
+    const y = hb[i]!;
+    if (x.length !== y.length || x.some((v, j) => v !== y[j])) return false;
+  }
+  return sameBytes(first.request, r.request) && sameBytes(first.response, r.response);
+}
+
+/**
+ * Packs records into one JSON text and one transferable buffer holding every body. A cache hit of the same kind
+ * as an earlier record of the batch (repeatOf) crosses as `[that record's index, id, startedAt, endedAt]`: no
+ * facts written again, no bodies copied again.
+ */
 export function encodeBatch(proxy: readonly OutgoingProxyRecord[], api: readonly ApiRecord[]): RecordBatch {
+  // the first record of each origin's hits in this batch, by its index in p
+  const firsts = new Map<string, number>();
+  const repeats: (number | undefined)[] = new Array(proxy.length);
   let size = 0;
-  for (const r of proxy) size += (r.request?.length ?? 0) + wireLength(r.response);
+  for (let i = 0; i < proxy.length; i++) {
+    const r = proxy[i]!;
+    const origin = r.facts.cacheStatus === 'HIT' ? r.facts.originReportId : undefined;
+    if (origin !== undefined) {
+      const first = firsts.get(origin);
+      if (first !== undefined && repeatOf(proxy[first]!, r)) {
+        repeats[i] = first;
+        continue;
+      }
+      if (first === undefined) firsts.set(origin, i);
+    }
+    size += (r.request?.length ?? 0) + wireLength(r.response);
+  }
   for (const r of api) size += r.body.length;
   // A buffer of its own (never a slice of Node's shared pool), so that it can be transferred.
   const bytes = new ArrayBuffer(size);
@@ -101,26 +182,40 @@ export function encodeBatch(proxy: readonly OutgoingProxyRecord[], api: readonly
     }
     return [from, at - from];
   };
-  const p = proxy.map((r) => [r.facts, put(r.request), put(r.response)] as const);
+  const p = proxy.map((r, i) => {
+    const first = repeats[i];
+    return first === undefined ? ([r.facts, put(r.request), put(r.response)] as const) : ([first, r.facts.id, r.facts.startedAt, r.facts.endedAt] as const);
+  });
   const a = api.map((r) => [r.id, r.receivedAt, put(r.body)] as const);
   return { meta: JSON.stringify({ p, a }), bytes };
 }
 
 export function decodeBatch(batch: RecordBatch): { proxy: ProxyRecord[]; api: ApiRecord[] } {
   const { p, a } = JSON.parse(batch.meta) as {
-    p: Array<[ProxyFacts, Span, Span]>;
+    p: Array<[ProxyFacts, Span, Span] | [number, string, number, number]>;
     a: Array<[string, number, Span]>;
   };
   const slice = (span: Span): Uint8Array | undefined =>
     span === 0 ? undefined : new Uint8Array(batch.bytes, span[0], span[1]);
-  const proxy = p.map(([facts, request, response]) => {
+  const proxy: ProxyRecord[] = [];
+  for (const entry of p) {
+    if (typeof entry[0] === 'number') {
+      const [first, id, startedAt, endedAt] = entry as [number, string, number, number];
+      const same = proxy[first]!;
+      const record: ProxyRecord = { facts: { ...same.facts, id, startedAt, endedAt }, sameAs: same };
+      if (same.request) record.request = same.request;
+      if (same.response) record.response = same.response;
+      proxy.push(record);
+      continue;
+    }
+    const [facts, request, response] = entry as [ProxyFacts, Span, Span];
     const record: ProxyRecord = { facts };
     const req = slice(request);
     const res = slice(response);
     if (req) record.request = req;
     if (res) record.response = res;
-    return record;
-  });
+    proxy.push(record);
+  }
   const api = a.map(([id, receivedAt, body]) => ({ id, receivedAt, body: slice(body) ?? new Uint8Array(0) }));
   return { proxy, api };
 }

@@ -112,10 +112,21 @@ export function createReportPipeline(opts: PipelineOptions): ReportPipeline {
     return { body: state === 'checked' ? parseJson(utf8.decode(request)) : strict(request), known };
   }
 
+  // A batch's repeats of a hit (exchange-record.ts, repeatOf) have their first record's key: made once.
+  const keys = new WeakMap<ProxyRecord, string | undefined>();
+  function keyOf(record: ProxyRecord): string | undefined {
+    const first = record.sameAs;
+    if (first === undefined) return variantKey(record.facts);
+    if (keys.has(first)) return keys.get(first);
+    const key = variantKey(first.facts);
+    keys.set(first, key);
+    return key;
+  }
+
   return {
     proxy(record) {
       const f = record.facts;
-      const key = variantKey(f);
+      const key = keyOf(record);
       const base = key === undefined ? undefined : hits.get(key);
       if (base) {
         const receivedAt = new Date(f.endedAt).toISOString();

@@ -120,12 +120,18 @@ export function createBodyKeeper<T>(encode: RowEncoder = jsonWithoutBodies, vari
     },
 
     writes(inserted, now) {
-      const out = new Map<string, BlobWrite>();
+      // The variants of one base share its list of blobs (plan): each list is walked once, at its newest time.
+      const lists = new Map<PlannedReport['blobs'], number>();
       for (const p of inserted) {
         // The write's own time when the report is older (one delivered late from the outbox): a blob that
         // was just written must not look sweepable to a pruner running beside this batch.
         const ms = Math.max(p.receivedMs, now);
-        for (const blob of p.blobs) {
+        const had = lists.get(p.blobs);
+        if (had === undefined || had < ms) lists.set(p.blobs, ms);
+      }
+      const out = new Map<string, BlobWrite>();
+      for (const [blobs, ms] of lists) {
+        for (const blob of blobs) {
           const hex = (blob.hex ??= blob.hash.toString('hex'));
           const kept = known.get(hex);
           if (kept !== undefined && kept >= ms - KNOWN_FRESH_MS) continue;
