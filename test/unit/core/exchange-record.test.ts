@@ -6,16 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { type OutgoingProxyRecord, type ProxyFacts, type ProxyRecord, decodeBatch, encodeBatch, repeatOf } from '../../../src/core/exchange-record.js';
 import { createPriceTable } from '../../../src/core/pricing.js';
 import { createReportPipeline } from '../../../src/core/report-pipeline.js';
-import { missFacts } from '../../helpers/proxy-facts.js';
+import { ANSWER, REQUEST, missFacts } from '../../helpers/proxy-facts.js';
 
-const REQUEST = '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}';
-const ANSWER = JSON.stringify({
-  id: 'chatcmpl-1',
-  object: 'chat.completion',
-  model: 'gpt-4o-mini',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'hello' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 },
-});
 /** A hit's answer is its cache entry's bytes: one buffer for every hit of that entry. */
 const ANSWER_BYTES = Buffer.from(ANSWER);
 

@@ -7,21 +7,13 @@ import type { ProxyFacts, ProxyRecord } from '../../../src/core/exchange-record.
 import { createPriceTable } from '../../../src/core/pricing.js';
 import { createReportPipeline } from '../../../src/core/report-pipeline.js';
 import { baseOf } from '../../../src/storage/report-variant.js';
-import { missFacts } from '../../helpers/proxy-facts.js';
+import { ANSWER, REQUEST, missFacts } from '../../helpers/proxy-facts.js';
 
 const prices = createPriceTable({ 'gpt-4o-mini': { input: 0.15, output: 0.6 } });
 const defaults = { client: 'llm-relay', clientVersion: '9.9.9', environment: 'test' };
 const pipeline = () => createReportPipeline({ prices, maxBodyBytes: 1 << 20, maxJsonDepth: 64, defaults });
 const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
 
-const REQUEST = '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}';
-const ANSWER = JSON.stringify({
-  id: 'chatcmpl-1',
-  object: 'chat.completion',
-  model: 'gpt-4o-mini',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'hello' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 },
-});
 
 function record(facts: Partial<ProxyFacts>, request?: string, response?: Buffer | string): ProxyRecord {
   const r: ProxyRecord = {
