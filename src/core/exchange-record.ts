@@ -142,8 +142,9 @@ export function repeatOf(first: OutgoingProxyRecord, r: OutgoingProxyRecord): bo
 
 /**
  * Packs records into one JSON text and one transferable buffer holding every body. A cache hit of the same kind
- * as an earlier record of the batch (repeatOf) crosses as `[that record's index, id, startedAt, endedAt]`: no
- * facts written again, no bodies copied again.
+ * as the batch's first hit from the same origin (repeatOf) crosses as `[that record's index, id, startedAt,
+ * endedAt]`: no facts written again, no bodies copied again. (Hits of one origin in another kind, rarer, cross
+ * whole.)
  */
 export function encodeBatch(proxy: readonly OutgoingProxyRecord[], api: readonly ApiRecord[]): RecordBatch {
   // the first record of each origin's hits in this batch, by its index in p

@@ -7,22 +7,22 @@
 // queue is bounded (OTEL_BSP_MAX_QUEUE_SIZE), and what does not fit is dropped and counted. The SDK drops
 // silently, so the counting is done around it: spans handed to the processor, spans it handed to the
 // exporter (it takes them off its queue in the same step), and the exporter's outcome for each.
+import type { Agent, ClientRequest } from 'node:http';
+import { isIP } from 'node:net';
 import { hostname } from 'node:os';
+import { type PeerCertificate, checkServerIdentity } from 'node:tls';
 import { ExportResultCode, type ExportResult, type InstrumentationScope } from '@opentelemetry/core';
 import { type Resource, defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { HttpsProxyAgent } from 'https-proxy-agent';
 import type { ProxyFacts } from '../core/exchange-record.js';
 import type { StoredReport } from '../storage/report-store.js';
 import { type SpanOut, exchangeSpans } from './exchange-spans.js';
 import { HOST_NAME, SCHEMA_URL, SERVICE_NAME, SERVICE_VERSION } from './genai-attributes.js';
 import type { JsonSpan } from './otlp-json.js';
 import type { EncodedSpan } from './otlp-proto.js';
-import { type UpstreamProxy, proxyForUrl } from '../upstream/upstream-proxy.js';
-import type { Agent, ClientRequest } from 'node:http';
-import { isIP } from 'node:net';
-import { type PeerCertificate, checkServerIdentity } from 'node:tls';
-import type { HttpsProxyAgent } from 'https-proxy-agent';
 import { lastExportBoundMs, type TracingSettings } from './tracing-config.js';
+import { type UpstreamProxy, proxyForUrl } from '../upstream/upstream-proxy.js';
 
 export interface SpanCounters {
   /** spans the exporter delivered */
