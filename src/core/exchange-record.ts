@@ -84,8 +84,9 @@ export type RecordBatch = { meta: string; bytes: ArrayBuffer };
 type Span = [offset: number, length: number] | 0;
 
 /**
- * The facts a repeat of a hit may not differ in from the first of its kind (all but its id and times): named
- * here for every field of ProxyFacts, so a field added there must be placed here too.
+ * What makes a hit's kind: the facts its report is derived from, all but its id and times. Named here for
+ * every field of ProxyFacts, so a field added there must be placed here too. A repeat (repeatOf) and the
+ * report pipeline's variant key both compare these.
  */
 const KIND_FIELDS = {
   status: true,
@@ -110,7 +111,8 @@ const KIND_FIELDS = {
   startedAt: false,
   endedAt: false,
 } as const satisfies Record<keyof ProxyFacts, boolean>;
-const COMPARED = (Object.keys(KIND_FIELDS) as (keyof ProxyFacts)[]).filter((k) => KIND_FIELDS[k] && k !== 'relayHeaders' && k !== 'trace');
+/** The kind's facts that are plain values (relayHeaders and trace are compared on their own). */
+export const KIND_VALUES = (Object.keys(KIND_FIELDS) as (keyof ProxyFacts)[]).filter((k) => KIND_FIELDS[k] && k !== 'relayHeaders' && k !== 'trace');
 
 function sameBytes(a: WireBytes | undefined, b: WireBytes | undefined): boolean {
   if (a === b) return true;
@@ -128,7 +130,7 @@ export function repeatOf(first: OutgoingProxyRecord, r: OutgoingProxyRecord): bo
   const a = first.facts;
   const b = r.facts;
   if (b.cacheStatus !== 'HIT' || b.originReportId === undefined || a.trace !== undefined || b.trace !== undefined) return false;
-  for (const k of COMPARED) if (a[k] !== b[k]) return false;
+  for (const k of KIND_VALUES) if (a[k] !== b[k]) return false;
   const ha = a.relayHeaders;
   const hb = b.relayHeaders;
   if (ha.length !== hb.length) return false;

@@ -12,7 +12,7 @@ import type { StoredReport } from '../storage/report-store.js';
 import { canVary, variant } from '../storage/report-variant.js';
 import { decodeBody } from './content-encoding.js';
 import { decodeUtf8Strict, parseJsonStrict } from './json-guard.js';
-import type { ApiRecord, ProxyFacts, ProxyRecord } from './exchange-record.js';
+import { type ApiRecord, KIND_VALUES, type ProxyFacts, type ProxyRecord } from './exchange-record.js';
 import type { PriceTable } from './pricing.js';
 import { type ExchangeFacts, knownBody, knownFacts, proxyReport } from './proxy-report.js';
 import { reportFields } from './proxy-headers.js';
@@ -56,19 +56,17 @@ function parseJson(text: string): unknown {
 }
 
 /**
- * What makes a hit's report the same as an earlier one's but for the variant fields (report-variant.ts):
- * every fact the report is derived from except its id and times. Undefined for a call that did not get its
- * answer from an origin, or whose request was not hashed on the event loop.
+ * What makes a hit's report the same as an earlier one's but for the variant fields (report-variant.ts): its
+ * kind's facts (KIND_VALUES and its relay headers, exchange-record.ts). Undefined for a call that did not get
+ * its answer from an origin, or whose request was not hashed on the event loop.
  */
 function variantKey(f: ProxyFacts): string | undefined {
   if (f.originReportId === undefined || f.upstreamMs !== undefined) return undefined;
   if (f.requestJson !== 'no' && f.requestSha256 === undefined) return undefined;
-  let headers = '';
-  for (const [name, value] of f.relayHeaders) headers += `\n${name}\n${value}`;
-  return (
-    `${f.originReportId}\n${f.requestSha256 ?? ''}\n${f.requestJson}\n${f.method}\n${f.url}\n${f.upstream}\n${f.status}\n` +
-    `${f.streamed}\n${f.encoding}\n${f.cacheStatus}\n${f.cacheEnabled}\n${f.cacheKey}\n${f.outcome}\n${f.costSavedUsd}\n${f.error}${headers}`
-  );
+  let key = '';
+  for (const k of KIND_VALUES) key += `${f[k] as unknown}\n`;
+  for (const [name, value] of f.relayHeaders) key += `\n${name}\n${value}`;
+  return key;
 }
 
 export function createReportPipeline(opts: PipelineOptions): ReportPipeline {
