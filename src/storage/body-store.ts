@@ -11,7 +11,7 @@
 import { LRUCache } from 'lru-cache';
 import { type Blob, type Hash, MissingBlobError, assembleBody, childrenOf, splitBody, type SplitBody } from './body-codec.js';
 import type { StoredReport } from './report-store.js';
-import { baseOf } from './report-variant.js';
+import { type VariantOf, variantOf } from './report-variant.js';
 
 /** How stale a blob's recorded last_ms may be before a new use writes it again. */
 export const KNOWN_FRESH_MS = 60 * 60 * 1000;
@@ -24,8 +24,8 @@ export function sweepBefore(oldestWithBodiesMs: number | null, now: number): num
 /** A report as its row keeps it. */
 export interface PlannedReport {
   report: StoredReport;
-  /** the report this one is a variant of (report-variant.ts), when its row was made from that one's */
-  base?: StoredReport;
+  /** what the report is a variant of (report-variant.ts), when its row was made from its base's */
+  variant?: VariantOf;
   /** the report's JSON (text, or a store's packed form), each body replaced by 0 (the key stays in its place) */
   data: string | Buffer;
   request: Hash | null;
@@ -61,7 +61,7 @@ export type RowEncoder = (report: StoredReport) => string | Buffer;
  */
 export interface VariantEncoder<T> {
   template(base: StoredReport): T | undefined;
-  encode(template: T, report: StoredReport): string | Buffer;
+  encode(template: T, report: StoredReport, of: VariantOf): string | Buffer;
 }
 
 /** A base's template, and its plan: a variant's row takes the bodies' roots and blobs from it, unchanged. */
@@ -106,17 +106,17 @@ export function createBodyKeeper<T>(encode: RowEncoder = jsonWithoutBodies, vari
 
   return {
     plan(report) {
-      const base = variants ? baseOf(report) : undefined;
-      if (!base) return planOf(report);
-      let b = basePlans.get(base);
+      const of = variants ? variantOf(report) : undefined;
+      if (!of) return planOf(report);
+      let b = basePlans.get(of.base);
       if (b === undefined) {
-        const template = variants!.template(base);
-        b = template === undefined ? null : { template, plan: planOf(base) };
-        basePlans.set(base, b);
+        const template = variants!.template(of.base);
+        b = template === undefined ? null : { template, plan: planOf(of.base) };
+        basePlans.set(of.base, b);
       }
       if (!b) return planOf(report);
       // The base's bodies and blobs, the variant's own row data and time.
-      return { ...b.plan, report, base, data: variants!.encode(b.template as T, report), receivedMs: receivedMs(report) };
+      return { ...b.plan, report, variant: of, data: variants!.encode(b.template as T, report, of), receivedMs: of.fields.receivedMs };
     },
 
     writes(inserted, now) {

@@ -312,6 +312,19 @@ export interface PackedTemplate {
   /** n + 1 stretches of bytes for n paths */
   parts: Buffer[];
   paths: readonly (readonly string[])[];
+  /** for each gap, the index of its path in the paths packTemplate was given */
+  slots: number[];
+}
+
+/**
+ * A timestamp known as epoch ms, whose text is what `new Date(ms).toISOString()` writes: packVariant writes
+ * it as packReport would write that text, without reading the text back.
+ */
+export class KnownTime {
+  constructor(
+    readonly ms: number,
+    readonly text: string,
+  ) {}
 }
 
 function valueAt(o: unknown, path: readonly string[]): unknown {
@@ -357,6 +370,7 @@ export function packTemplate(report: object, paths: readonly (readonly string[])
       for (const [k2, v2] of Object.entries(v)) if (v2 === HOLE) order.push([k, k2]);
   }
   if (found.length !== paths.length || order.length !== paths.length) return undefined;
+  const slots = order.map((path) => paths.findIndex((p) => p.length === path.length && p.every((k, i) => k === path[i])));
   const bytes = Buffer.from(buf.subarray(0, at));
   const parts: Buffer[] = [];
   let from = 0;
@@ -365,23 +379,39 @@ export function packTemplate(report: object, paths: readonly (readonly string[])
     from = to;
   }
   parts.push(bytes.subarray(from));
-  return { parts, paths: order };
+  return { parts, paths: order, slots };
 }
 
-/** A variant of the template's report packed: exactly packReport(report), when only the template's paths differ. */
-export function packVariant(template: PackedTemplate, report: object): Buffer {
-  const { parts, paths } = template;
-  const values = paths.map((path) => valueAt(report, path));
-  if (!values.every(scalar)) return packReport(report);
+/**
+ * A variant of the template's report packed: exactly packReport(report), when only the template's paths
+ * differ. `values`, when given, are the report's values at the paths packTemplate was given, in that order
+ * (a KnownTime for a timestamp whose ms the caller knows): they are not read from the report again.
+ */
+export function packVariant(template: PackedTemplate, report: object, values?: readonly unknown[]): Buffer {
+  const { parts, paths, slots } = template;
+  const own = values ? slots.map((slot) => values[slot]) : paths.map((path) => valueAt(report, path));
+  if (!own.every((v) => v instanceof KnownTime || scalar(v))) return packReport(report);
   at = 0;
-  for (let i = 0; i <= values.length; i++) {
+  for (let i = 0; i <= own.length; i++) {
     const part = parts[i]!;
     room(part.length);
     part.copy(buf, at);
     at += part.length;
-    if (i < values.length) value(values[i]);
+    if (i < own.length) {
+      const v = own[i];
+      if (v instanceof KnownTime) time(v);
+      else value(v);
+    }
   }
   return Buffer.from(buf.subarray(0, at));
+}
+
+/** What string() writes for the time's text, from its ms (the text is in the form isoMs reads, or not). */
+function time(t: KnownTime): void {
+  if (t.text.length !== 24) return string(t.text);
+  room(1);
+  buf[at++] = T_TIME;
+  varint(zigzag(t.ms));
 }
 
 // ---- reading

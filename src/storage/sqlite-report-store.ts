@@ -10,9 +10,8 @@ import { StoreUnavailableError } from '../errors.js';
 import { type Hash, keptRaw, packBlob, unpackBlob } from './body-codec.js';
 import { type BlobMap, type BodyRow, type PlannedReport, createBodyKeeper, restoreReports, sweepBefore } from './body-store.js';
 import { makePrivateDir, preparePrivateFile, sqliteCompanions } from './private-files.js';
-import { requestTimeMs } from './report-cursor.js';
 import { buildListSql, finiteOrNull, pageFromRows, reportColumns } from './report-filters.js';
-import { packReport, packTemplate, packVariant, unpackReport } from './report-row-codec.js';
+import { KnownTime, packReport, packTemplate, packVariant, unpackReport } from './report-row-codec.js';
 import { type StatsDialect, type StatsRow, buildStatsSql, statsResult } from './report-stats-sql.js';
 import type { PruneResult, ReportStore, StoredReport } from './report-store.js';
 import { VARIANT_PATHS } from './report-variant.js';
@@ -239,22 +238,27 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
   );
   const sweep = db.prepare('DELETE FROM bodies WHERE rowid > ? AND rowid <= ? AND last_ms < ?');
   // A cache hit's report is a variant of the one before it (report-variant.ts): packed from its template.
+  // Its own values are packed from the numbers it was made of (VARIANT_PATHS' order), not read from its texts.
   const bodies = createBodyKeeper(packReport, {
     template: (base) => packTemplate(base, VARIANT_PATHS),
-    encode: packVariant,
+    encode: (template, report, { fields, receivedAt, requestTimestamp }) => {
+      const received = new KnownTime(fields.receivedMs, receivedAt);
+      return packVariant(template, report, [fields.id, received, new KnownTime(fields.requestMs, requestTimestamp), received, fields.durationMs]);
+    },
   });
   const baseRows = new WeakMap<StoredReport, unknown[]>();
   const readCache = new LRUCache<string, Buffer>({ maxSize: READ_CACHE_BYTES, sizeCalculation: (b) => Math.max(1, b.length) });
 
   function row(p: PlannedReport): unknown[] {
-    if (p.base) {
+    if (p.variant) {
       // Only the variant fields differ from the base's row: its id and times (report-variant.ts).
-      let baseRow = baseRows.get(p.base);
-      if (!baseRow) baseRows.set(p.base, (baseRow = columnsOf(p.base, p)));
+      const { base, fields } = p.variant;
+      let baseRow = baseRows.get(base);
+      if (!baseRow) baseRows.set(base, (baseRow = columnsOf(base, p)));
       const r = baseRow.slice();
-      r[AT.id] = p.report.id;
-      r[AT.requestMs] = requestTimeMs(p.report);
-      r[AT.durationMs] = finiteOrNull(p.report.durationMs);
+      r[AT.id] = fields.id;
+      r[AT.requestMs] = fields.requestMs;
+      r[AT.durationMs] = finiteOrNull(fields.durationMs);
       r[AT.receivedMs] = p.receivedMs;
       r[AT.data] = p.data;
       return r;

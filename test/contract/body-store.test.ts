@@ -190,13 +190,7 @@ describe.each<StoreKind>(['sqlite', 'postgres'])('body store: %s', (kind) => {
       const base = makeReport('hit-0', 30, { cacheHit: true, costUsd: 0, costSavedUsd: 0.00033, originReportId: 'origin' });
       const variants = [1, 2, 3].map((n) => {
         const at = Date.parse(base.request.timestamp) + n * 60_000;
-        return variant(base, {
-          id: `hit-${n}`,
-          receivedAt: new Date(at + 7 * n).toISOString(),
-          requestTimestamp: new Date(at).toISOString(),
-          responseTimestamp: new Date(at + 7 * n).toISOString(),
-          durationMs: 7 * n,
-        });
+        return variant(base, { id: `hit-${n}`, requestMs: at, receivedMs: at + 7 * n, durationMs: 7 * n });
       });
       // the base and its variants in one batch, and a variant alone in a later one
       await s.store.insertMany([base, variants[0]!, variants[1]!]);

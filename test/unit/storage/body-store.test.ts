@@ -20,10 +20,10 @@ const at = (ms: number) => new Date(ms).toISOString();
 
 describe('the blobs a batch writes', () => {
   it('once per blob at its newest time, whether its reports are variants of one base or not', () => {
-    const keeper = createBodyKeeper(packReport, { template: (base) => packTemplate(base, VARIANT_PATHS), encode: packVariant });
+    const keeper = createBodyKeeper(packReport, { template: (base) => packTemplate(base, VARIANT_PATHS), encode: (t, r) => packVariant(t, r) });
     const base = report('base', at(1_000), 'hello');
     const hits = [3_000, 9_000, 5_000].map((ms, i) =>
-      variant(base, { id: `hit-${i}`, receivedAt: at(ms), requestTimestamp: at(ms - 10), responseTimestamp: at(ms), durationMs: 10 }),
+      variant(base, { id: `hit-${i}`, requestMs: ms - 10, receivedMs: ms, durationMs: 10 }),
     );
     const other = report('other', at(7_000), 'another question');
     const planned = [base, ...hits, other].map((r) => keeper.plan(r));

@@ -2,7 +2,7 @@
 // odd values included), with its request and response bodies written as 0; and it is small.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { packReport, packTemplate, packVariant, unpackReport } from '../../../src/storage/report-row-codec.js';
+import { KnownTime, packReport, packTemplate, packVariant, unpackReport } from '../../../src/storage/report-row-codec.js';
 import { VARIANT_PATHS } from '../../../src/storage/report-variant.js';
 
 const key = fc.oneof(
@@ -163,8 +163,32 @@ describe('report row codec', () => {
         v['response'] = { ...(base['response'] as object), timestamp: vRes };
         expect(packVariant(template!, v).equals(packReport(v))).toBe(true);
         expect(packVariant(template!, base).equals(packReport(base))).toBe(true);
+        // the values given in VARIANT_PATHS' order rather than read from the report
+        expect(packVariant(template!, v, [vId, vReceived, vReq, vRes, vDuration]).equals(packReport(v))).toBe(true);
       }),
       { numRuns: 1000 },
+    );
+  });
+
+  it('packs a variant whose times are given as known ms as packReport packs their texts (property)', () => {
+    // from before year 0 to after 9999: texts of other lengths than 24 are kept as text
+    const ms = fc.integer({ min: -70_000_000_000_000, max: 300_000_000_000_000 });
+    fc.assert(
+      fc.property(report, ms, ms, (r, received, requested) => {
+        const iso = (t: number) => new Date(t).toISOString();
+        const base = { ...r, id: 'b', receivedAt: iso(0), durationMs: 1 } as Record<string, unknown>;
+        base['request'] = { ...(r['request'] as object), timestamp: iso(0) };
+        base['response'] = { timestamp: iso(0), ...(r['response'] as object) };
+        const template = packTemplate(base, VARIANT_PATHS)!;
+        const v = { ...base, id: 'v', receivedAt: iso(received), durationMs: received - requested } as Record<string, unknown>;
+        v['request'] = { ...(base['request'] as object), timestamp: iso(requested) };
+        v['response'] = { ...(base['response'] as object), timestamp: iso(received) };
+        const at = new KnownTime(received, iso(received));
+        const values = ['v', at, new KnownTime(requested, iso(requested)), at, received - requested];
+        expect(packVariant(template, v, values).equals(packReport(v))).toBe(true);
+        expect(JSON.stringify(unpackReport(packVariant(template, v, values)))).toBe(expected(v));
+      }),
+      { numRuns: 500 },
     );
   });
 
