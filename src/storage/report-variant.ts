@@ -90,6 +90,15 @@ export function isoTime(ms: number): string {
   return `${secondText}${frac < 10 ? '00' : frac < 100 ? '0' : ''}${frac}Z`;
 }
 
+/**
+ * A variant's own values at VARIANT_PATHS, in that order, from what it was made of (never read back from its
+ * texts); its times as `time` makes them of their ms and text.
+ */
+export function variantValues<T>(of: VariantOf, time: (ms: number, text: string) => T): (string | number | null | T)[] {
+  const received = time(of.fields.receivedMs, of.receivedAt);
+  return [of.fields.id, received, time(of.fields.requestMs, of.requestTimestamp), received, of.fields.durationMs];
+}
+
 /** What this report is a variant of (its base never itself a variant), if it is one. */
 export function variantOf(report: StoredReport): VariantOf | undefined {
   return variants.get(report);

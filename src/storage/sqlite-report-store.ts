@@ -14,7 +14,7 @@ import { buildListSql, finiteOrNull, pageFromRows, reportColumns } from './repor
 import { KnownTime, packReport, packTemplate, packVariant, unpackReport } from './report-row-codec.js';
 import { type StatsDialect, type StatsRow, buildStatsSql, statsResult } from './report-stats-sql.js';
 import type { PruneResult, ReportStore, StoredReport } from './report-store.js';
-import { VARIANT_PATHS } from './report-variant.js';
+import { VARIANT_PATHS, variantValues } from './report-variant.js';
 import { Database } from './sqlite-driver.js';
 
 export interface SqliteReportStoreOptions {
@@ -238,13 +238,10 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
   );
   const sweep = db.prepare('DELETE FROM bodies WHERE rowid > ? AND rowid <= ? AND last_ms < ?');
   // A cache hit's report is a variant of the one before it (report-variant.ts): packed from its template.
-  // Its own values are packed from the numbers it was made of (VARIANT_PATHS' order), not read from its texts.
+  // Its own values are packed from the numbers it was made of, not read back from its texts.
   const bodies = createBodyKeeper(packReport, {
     template: (base) => packTemplate(base, VARIANT_PATHS),
-    encode: (template, report, { fields, receivedAt, requestTimestamp }) => {
-      const received = new KnownTime(fields.receivedMs, receivedAt);
-      return packVariant(template, report, [fields.id, received, new KnownTime(fields.requestMs, requestTimestamp), received, fields.durationMs]);
-    },
+    encode: (template, report, of) => packVariant(template, report, variantValues(of, knownTime)),
   });
   const baseRows = new WeakMap<StoredReport, unknown[]>();
   const readCache = new LRUCache<string, Buffer>({ maxSize: READ_CACHE_BYTES, sizeCalculation: (b) => Math.max(1, b.length) });
@@ -481,6 +478,8 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
     },
   };
 }
+
+const knownTime = (ms: number, text: string): KnownTime => new KnownTime(ms, text);
 
 function propertiesColumn(properties: unknown): string | null {
   return typeof properties === 'object' && properties !== null && !Array.isArray(properties) && Object.keys(properties).length > 0

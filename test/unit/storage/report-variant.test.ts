@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { StoredReport } from '../../../src/storage/report-store.js';
-import { isoTime, variant, variantOf } from '../../../src/storage/report-variant.js';
+import { VARIANT_PATHS, isoTime, variant, variantOf, variantValues } from '../../../src/storage/report-variant.js';
 
 const base = {
   id: 'base',
@@ -43,6 +43,10 @@ describe('a variant of a report', () => {
     expect(of.base).toBe(base);
     expect(of.fields).toEqual({ id: 'v', requestMs: Date.parse(v.request.timestamp), receivedMs: Date.parse(v.receivedAt), durationMs: 876 });
     expect([of.receivedAt, of.requestTimestamp]).toEqual([v.receivedAt, v.request.timestamp]);
+    // its values at VARIANT_PATHS, in their order, as the texts or as the numbers they were made of
+    const at = (path: readonly string[]) => path.reduce<unknown>((o, k) => (o as Record<string, unknown>)[k], v);
+    expect(variantValues(of, (_ms, text) => text)).toEqual(VARIANT_PATHS.map(at));
+    expect(variantValues(of, (ms) => ms)).toEqual(VARIANT_PATHS.map((path) => (typeof at(path) === 'string' && path[0] !== 'id' ? Date.parse(at(path) as string) : at(path))));
     // a variant of a variant is one of the same base; -0 is kept as 0, as a Date keeps it
     const again = variant(v, { id: 'w', requestMs: -0, receivedMs: 5, durationMs: 5 });
     expect(variantOf(again)?.base).toBe(base);
