@@ -118,10 +118,20 @@ function isoMs(s: string): number {
   if (y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 || ms < 0) return Number.NaN;
   const leap = mo === 2 && y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
   if (d > DAYS[mo - 1]! + (leap ? 1 : 0)) return Number.NaN;
-  // Date.UTC reads years 0-99 as 1900-1999: the year is set afterwards.
-  const date = new Date(Date.UTC(2000, mo - 1, d, h, mi, sec, ms));
-  date.setUTCFullYear(y);
-  return date.getTime();
+  return (((daysFromCivil(y, mo, d) * 24 + h) * 60 + mi) * 60 + sec) * 1000 + ms;
+}
+
+/**
+ * Days from 1970-01-01 to this date of the proleptic Gregorian calendar (Date's), counted in whole 400-year
+ * eras from a year that starts in March (H. Hinnant's days_from_civil): a third of the time of a Date's
+ * Date.UTC and setUTCFullYear, which a report's three timestamps each took.
+ */
+function daysFromCivil(year: number, month: number, day: number): number {
+  const y = month <= 2 ? year - 1 : year;
+  const era = Math.floor(y / 400);
+  const yearOfEra = y - era * 400;
+  const dayOfYear = Math.floor((153 * ((month + 9) % 12) + 2) / 5) + day - 1;
+  return era * 146097 + yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear - 719468;
 }
 
 const HEX_VALUE = new Int8Array(128).fill(-1);

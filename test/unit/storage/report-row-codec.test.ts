@@ -30,6 +30,21 @@ const special = fc.oneof(
   fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => Buffer.from(b).toString('hex')),
   fc.uuid(),
   fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+  // the timestamp's shape with any digits: years 0000-0099 and leap days, months and days out of range
+  fc
+    .tuple(
+      fc.oneof(fc.integer({ min: 0, max: 9999 }), fc.constantFrom(0, 1, 99, 100, 1900, 2000, 2024, 2100, 2400)),
+      fc.integer({ min: 0, max: 13 }),
+      fc.integer({ min: 0, max: 32 }),
+      fc.integer({ min: 0, max: 24 }),
+      fc.integer({ min: 0, max: 60 }),
+      fc.integer({ min: 0, max: 60 }),
+      fc.integer({ min: 0, max: 999 }),
+    )
+    .map(([y, mo, d, h, mi, s, ms]) => {
+      const p = (n: number, w: number) => String(n).padStart(w, '0');
+      return `${p(y, 4)}-${p(mo, 2)}-${p(d, 2)}T${p(h, 2)}:${p(mi, 2)}:${p(s, 2)}.${p(ms, 3)}Z`;
+    }),
 );
 
 const json: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
