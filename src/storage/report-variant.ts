@@ -104,7 +104,3 @@ export function variantOf(report: StoredReport): VariantOf | undefined {
   return variants.get(report);
 }
 
-/** The report this one is a variant of (never itself a variant), if it is one. */
-export function baseOf(report: StoredReport): StoredReport | undefined {
-  return variants.get(report)?.base;
-}

@@ -6,13 +6,16 @@ import { describe, expect, it } from 'vitest';
 import type { ProxyFacts, ProxyRecord } from '../../../src/core/exchange-record.js';
 import { createPriceTable } from '../../../src/core/pricing.js';
 import { createReportPipeline } from '../../../src/core/report-pipeline.js';
-import { baseOf } from '../../../src/storage/report-variant.js';
+import type { StoredReport } from '../../../src/storage/report-store.js';
+import { variantOf } from '../../../src/storage/report-variant.js';
 import { ANSWER, REQUEST, missFacts } from '../../helpers/proxy-facts.js';
 
 const prices = createPriceTable({ 'gpt-4o-mini': { input: 0.15, output: 0.6 } });
 const defaults = { client: 'llm-relay', clientVersion: '9.9.9', environment: 'test' };
 const pipeline = () => createReportPipeline({ prices, maxBodyBytes: 1 << 20, maxJsonDepth: 64, defaults });
 const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
+/** the report a hit's report was made a variant of, if it was */
+const baseOf = (report: StoredReport) => variantOf(report)?.base;
 
 
 function record(facts: Partial<ProxyFacts>, request?: string, response?: Buffer | string): ProxyRecord {
