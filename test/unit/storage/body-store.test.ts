@@ -42,3 +42,20 @@ describe('the blobs a batch writes', () => {
     expect(keeper.writes(planned, 20_000).every((w) => w.ms === 20_000)).toBe(true);
   });
 });
+
+describe('a plan', () => {
+  it('has the same keys in the same order for a report and for a variant of it (so that V8 copies a base plan fast)', () => {
+    // A variant's plan is its base's plan spread with its own values set: a key the base's plan lacked would
+    // be added after the spread, V8's slow path (~1.5 µs a plan where a copy takes ~0.1, measured).
+    const keeper = createBodyKeeper(packReport, { template: (base) => packTemplate(base, VARIANT_PATHS), encode: (t, r) => packVariant(t, r) });
+    const base = report('base', at(1_000), 'hello');
+    const hit = variant(base, { id: 'hit', requestMs: 1_990, receivedMs: 2_000, durationMs: 10 });
+    const own = keeper.plan(base);
+    const ofVariant = keeper.plan(hit);
+    const other = keeper.plan(report('other', at(3_000), 'another question'));
+    expect(ofVariant.variant?.base).toBe(base);
+    expect(ofVariant.receivedMs).toBe(2_000);
+    expect(Object.keys(ofVariant)).toEqual(Object.keys(own));
+    expect(Object.keys(other)).toEqual(Object.keys(own));
+  });
+});
