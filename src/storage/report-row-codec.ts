@@ -398,22 +398,31 @@ export function packTemplate(report: object, paths: readonly (readonly string[])
  * (a KnownTime for a timestamp whose ms the caller knows): they are not read from the report again.
  */
 export function packVariant(template: PackedTemplate, report: object, values?: readonly unknown[]): Buffer {
+  // (plain loops and TypedArray#set: this runs for every cache hit's report, where map/every's closures and
+  // Buffer#copy's checks cost ~0.5-1 µs of ~2.5, measured)
   const { parts, paths, slots } = template;
-  const own = values ? slots.map((slot) => values[slot]) : paths.map((path) => valueAt(report, path));
-  if (!own.every((v) => v instanceof KnownTime || scalar(v))) return packReport(report);
+  const n = slots.length;
+  const own: unknown[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const v = values ? values[slots[i]!] : valueAt(report, paths[i]!);
+    if (!(v instanceof KnownTime) && !scalar(v)) return packReport(report);
+    own[i] = v;
+  }
   at = 0;
-  for (let i = 0; i <= own.length; i++) {
+  for (let i = 0; i <= n; i++) {
     const part = parts[i]!;
     room(part.length);
-    part.copy(buf, at);
+    buf.set(part, at);
     at += part.length;
-    if (i < own.length) {
+    if (i < n) {
       const v = own[i];
       if (v instanceof KnownTime) time(v);
       else value(v);
     }
   }
-  return Buffer.from(buf.subarray(0, at));
+  const out = Buffer.allocUnsafe(at);
+  buf.copy(out, 0, 0, at);
+  return out;
 }
 
 /** What string() writes for the time's text, from its ms (the text is in the form isoMs reads, or not). */
