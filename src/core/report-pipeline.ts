@@ -8,7 +8,7 @@
 import { hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { StoredReport } from '../storage/report-store.js';
-import { canVary, variant } from '../storage/report-variant.js';
+import { canVary, dateMs, variant } from '../storage/report-variant.js';
 import { decodeBody } from './content-encoding.js';
 import { decodeUtf8Strict, parseJsonStrict } from './json-guard.js';
 import { type ApiRecord, KIND_VALUES, type ProxyFacts, type ProxyRecord } from './exchange-record.js';
@@ -127,7 +127,7 @@ export function createReportPipeline(opts: PipelineOptions): ReportPipeline {
       const base = key === undefined ? undefined : hits.get(key);
       if (base) {
         // (deriveReport's duration: the difference of the two timestamps as written, in whole ms)
-        const durationMs = Number.isInteger(f.startedAt) && Number.isInteger(f.endedAt) ? f.endedAt - f.startedAt : new Date(f.endedAt).getTime() - new Date(f.startedAt).getTime();
+        const durationMs = dateMs(f.endedAt) - dateMs(f.startedAt);
         return variant(base, { id: f.id, requestMs: f.startedAt, receivedMs: f.endedAt, durationMs });
       }
       const req = requestBody(record);

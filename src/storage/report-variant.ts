@@ -67,7 +67,7 @@ export function variant(base: StoredReport, fields: VariantFields): StoredReport
 }
 
 /** The ms a Date keeps of a time: a fraction cut, -0 as 0 (its texts are those of this number). */
-function dateMs(t: number): number {
+export function dateMs(t: number): number {
   return Number.isInteger(t) && t !== 0 ? t : new Date(t).getTime();
 }
 
@@ -103,4 +103,3 @@ export function variantValues<T>(of: VariantOf, time: (ms: number, text: string)
 export function variantOf(report: StoredReport): VariantOf | undefined {
   return variants.get(report);
 }
-
