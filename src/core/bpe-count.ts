@@ -6,7 +6,9 @@
 // to rank, about 5 MB for o200k. The pre-split (the encoding's regex, gpt-tokenizer's own), the whole-piece lookup
 // and the merge (the lowest rank first, the leftmost of equals) are gpt-tokenizer's countTokens step by
 // step, so the counts are the same (a property test compares them on random texts); a text holding one of
-// the encoding's special tokens throws, as countTokens does.
+// the encoding's special tokens throws, as countTokens does. Except around a U+FEFF: gpt-tokenizer keys its
+// ranks by their decoded text, and TextDecoder drops a leading byte order mark, so it never finds the BOM's
+// tokens; looked up by bytes here, such a text counts as OpenAI's tiktoken counts it.
 import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
