@@ -3,8 +3,8 @@
 // the event loop, so an id is written as bytes into one buffer and read out as a single flat string: the
 // random bits come from a pool that crypto's randomFillSync refills (10 bytes an id, a fill every ~400
 // ids), and the time's hex is written once per millisecond. Measured against the former `randomUUID` and
-// template-string version, with the id then used as a header value and a map key: 0.3-0.45 µs an id
-// against 0.8-1.15 (docs/benchmarks.md).
+// template-string version, with the id then used as a header value and a map key: 0.25-0.45 µs an id
+// against 0.83-1.27 (docs/benchmarks.md, "the report id").
 import { randomFillSync } from 'node:crypto';
 
 const HEX = Buffer.from('0123456789abcdef', 'latin1');
@@ -19,7 +19,7 @@ let lastMs = -1;
 
 export function uuidv7(now: number = Date.now()): string {
   const ms = Math.max(0, Math.floor(now));
-  // Under load many ids share a millisecond: its hex is written once for them (48 bits, the low 48 of a later one).
+  // Under load many ids share a millisecond: its hex (its low 48 bits, as RFC 9562 keeps them) is written once for them.
   if (ms !== lastMs) {
     const ts = ms.toString(16).padStart(12, '0').slice(-12);
     text.write(ts.slice(0, 8), 0, 'latin1');

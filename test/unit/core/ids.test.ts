@@ -13,16 +13,11 @@ describe('uuidv7', () => {
       expect(uuidv7(ms).slice(0, 15)).toBe(`${hex}-7`);
   });
 
-  it('draws every random character from the pool: across ids of one millisecond each takes many values', () => {
+  it('draws every random character from the pool: across ids of one millisecond each takes all its values', () => {
     const ids = Array.from({ length: 2000 }, () => uuidv7(7)); // several refills of the pool
     for (const id of ids) expect(id).toMatch(/^00000000-0007-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     for (const at of [15, 16, 17, 20, 21, 22, ...Array.from({ length: 12 }, (_, k) => 24 + k)])
       expect(new Set(ids.map((id) => id[at])).size, `character ${at}`).toBe(16);
     expect(new Set(ids.map((id) => id[19])).size).toBe(4);
-    // a string of its own each time, not a view of a buffer that the next id overwrites
-    const first = uuidv7(9);
-    const copy = `${first}`;
-    uuidv7(9);
-    expect(first).toBe(copy);
   });
 });
