@@ -82,14 +82,14 @@ function requestForLog(req: { method: string; url: string; hostname?: string; ip
 }
 
 // Each store's driver is loaded only when it is the one configured (Redis' client and pg are megabytes).
-export async function openCacheStore(config: RelayConfig): Promise<CacheStore> {
+export async function openCacheStore(config: RelayConfig, use: 'all' | 'export' = 'all'): Promise<CacheStore> {
   if (config.cacheUrl === 'memory') {
     const { createMemoryCacheStore } = await import('./storage/memory-cache-store.js');
     return createMemoryCacheStore({ maxBytes: config.cacheMaxBytes });
   }
   if (config.cacheUrl === 'sqlite') {
     const { createSqliteCacheStore } = await import('./storage/sqlite-cache-store.js');
-    return createSqliteCacheStore({ file: join(config.dataDir, 'cache.sqlite'), maxBytes: config.cacheMaxBytes });
+    return createSqliteCacheStore({ file: join(config.dataDir, 'cache.sqlite'), maxBytes: config.cacheMaxBytes, exportOnly: use === 'export' });
   }
   const { createRedisCacheStore } = await import('./storage/redis-cache-store.js');
   return createRedisCacheStore({ url: config.cacheUrl });

@@ -38,7 +38,7 @@ async function cacheCommand([sub, ...args]: string[], options: string[]): Promis
     doing = 'cache export failed';
     if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}" (see --help)`);
     const config = loadConfig({ argv: options });
-    return withStore(config, exportToStdout);
+    return withStore(config, exportToStdout, 'export');
   }
   if (sub === 'import') {
     doing = 'cache import failed';
@@ -86,9 +86,9 @@ function lockForImport(config: Readonly<RelayConfig>, file: string): DataDirLock
   }
 }
 
-async function withStore(config: Readonly<RelayConfig>, work: (store: CacheStore) => Promise<number>): Promise<number> {
+async function withStore(config: Readonly<RelayConfig>, work: (store: CacheStore) => Promise<number>, use: 'all' | 'export' = 'all'): Promise<number> {
   const { openCacheStore } = await import('./app.js');
-  const store = await openCacheStore(config);
+  const store = await openCacheStore(config, use);
   try {
     return await work(store);
   } finally {

@@ -1,7 +1,8 @@
 // The embedded default cache: one SQLite file in the data dir, bounded by a byte budget with LRU eviction.
 // better-sqlite3 is synchronous; the port is async so that core sees every adapter the same way, and each
 // call here is one or two small indexed statements, so blocking the event loop for them is cheap. Reads
-// do not write: their recency is batched (see pendingTouches).
+// do not write: their recency is batched (see pendingTouches). Rows are found by an index in memory, not by
+// one in the file (see RowIndex).
 import { dirname } from 'node:path';
 import { LRUCache } from 'lru-cache';
 import { StoreUnavailableError } from '../errors.js';
@@ -21,6 +22,11 @@ export interface SqliteCacheStoreOptions {
   /** Rows read per query by entries(); values can be up to ~1 MB each, so keep pages small. */
   entriesPageSize?: number;
   now?: () => number;
+  /**
+   * Only `entries` and `stats` will be used (`cache export`, which may read a data dir a relay holds): the file
+   * is not upgraded and no index is built; the other calls reject.
+   */
+  exportOnly?: boolean;
 }
 
 const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
@@ -48,18 +54,100 @@ interface Row {
   expires_at: number;
 }
 
-const SCHEMA = `
-  CREATE TABLE IF NOT EXISTS cache_entries (
-    key TEXT PRIMARY KEY NOT NULL,
+/**
+ * The entries, in the order they were written (rowid), with no index on the key: keys are hashes, so such an
+ * index takes every new entry at a random leaf, and each commit wrote one such page (4 KiB to the WAL, and
+ * again at the checkpoint) for nearly every entry in it. The store finds rows through RowIndex instead. The
+ * two time indexes only ever grow at their end.
+ */
+const COLUMNS = `(
+    key TEXT NOT NULL,
     value TEXT NOT NULL,
     created_at INTEGER NOT NULL,
     expires_at INTEGER NOT NULL,
     last_access INTEGER NOT NULL,
     size INTEGER NOT NULL
-  );
+  )`;
+const TIME_INDEXES = `
   CREATE INDEX IF NOT EXISTS cache_entries_last_access ON cache_entries (last_access);
   CREATE INDEX IF NOT EXISTS cache_entries_expires_at ON cache_entries (expires_at);
 `;
+const SCHEMA = `CREATE TABLE IF NOT EXISTS cache_entries ${COLUMNS};${TIME_INDEXES}`;
+
+/**
+ * Files written before had `key TEXT PRIMARY KEY`: their rows move to a table without it, in one transaction
+ * (a crash leaves the file as it was), once, by the first store that opens the file.
+ */
+function upgradeTable(db: Database): void {
+  const table = db.prepare<[], string>("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'cache_entries'").pluck().get();
+  if (table === undefined || !/PRIMARY\s+KEY/i.test(table)) return;
+  db.transaction(() => {
+    db.exec(`CREATE TABLE cache_entries_next ${COLUMNS}`);
+    db.exec(
+      `INSERT INTO cache_entries_next (key, value, created_at, expires_at, last_access, size)
+       SELECT key, value, created_at, expires_at, last_access, size FROM cache_entries ORDER BY rowid`,
+    );
+    db.exec('DROP TABLE cache_entries');
+    db.exec('ALTER TABLE cache_entries_next RENAME TO cache_entries');
+    db.exec(TIME_INDEXES);
+  })();
+}
+
+/** A 30-bit hash of a key (FNV-1a over its UTF-16 code units): small enough to be a V8 small integer. */
+export function keyHash(key: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return h & 0x3fffffff;
+}
+
+/**
+ * Which rows may hold a key: its rowid by the key's hash, built from the file at open (one pass over the keys)
+ * and kept in step with every write, which all go through this store (the relay is the only writer of its
+ * data dir). A hash two keys share lists both rows; a row read through it is used only when its key is the
+ * one asked for, so a collision costs a read, never a wrong answer. ~30-40 bytes of memory an entry.
+ */
+class RowIndex {
+  private readonly one = new Map<number, number>();
+  /** hashes with more than one row (collisions: a few hundred in a million keys) */
+  private readonly more = new Map<number, number[]>();
+
+  /** The rows stored under this hash (most often none or one). */
+  rows(hash: number): readonly number[] | number | undefined {
+    return this.more.get(hash) ?? this.one.get(hash);
+  }
+
+  add(hash: number, rowid: number): void {
+    const list = this.more.get(hash);
+    if (list) list.push(rowid);
+    else {
+      const first = this.one.get(hash);
+      if (first === undefined) this.one.set(hash, rowid);
+      else {
+        this.one.delete(hash);
+        this.more.set(hash, [first, rowid]);
+      }
+    }
+  }
+
+  clear(): void {
+    this.one.clear();
+    this.more.clear();
+  }
+
+  remove(hash: number, rowid: number): void {
+    const list = this.more.get(hash);
+    if (!list) {
+      if (this.one.get(hash) === rowid) this.one.delete(hash);
+      return;
+    }
+    const at = list.indexOf(rowid);
+    if (at >= 0) list.splice(at, 1);
+    if (list.length === 1) {
+      this.more.delete(hash);
+      this.one.set(hash, list[0]!);
+    }
+  }
+}
 
 function unavailable(err: unknown): StoreUnavailableError {
   if (err instanceof StoreUnavailableError) return err;
@@ -97,7 +185,7 @@ function toRecord(row: Row): CacheRecord {
   return { key: row.key, value: unpackValue(row.value), createdAt: row.created_at, expiresAt: row.expires_at };
 }
 
-function openDatabase(file: string, busyTimeoutMs: number): Database {
+function openDatabase(file: string, busyTimeoutMs: number, upgrade: boolean): Database {
   if (file !== ':memory:') {
     makePrivateDir(dirname(file));
     preparePrivateFile(file, sqliteCompanions(file));
@@ -108,6 +196,7 @@ function openDatabase(file: string, busyTimeoutMs: number): Database {
     // A cache may lose its last writes on power loss; NORMAL skips the fsync per commit that FULL pays.
     db.pragma('synchronous = NORMAL');
     db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
+    if (upgrade) upgradeTable(db);
     db.exec(SCHEMA);
     return db;
   } catch (err) {
@@ -124,32 +213,32 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
 
   let db: Database;
   try {
-    db = openDatabase(file, opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
+    db = openDatabase(file, opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS, !opts.exportOnly);
   } catch (err) {
     throw unavailable(err);
   }
 
-  const selectOne = db.prepare<[string], Row>(
-    'SELECT rowid AS id, key, value, created_at, expires_at FROM cache_entries WHERE key = ?',
+  const selectRow = db.prepare<[number], Row>(
+    'SELECT rowid AS id, key, value, created_at, expires_at FROM cache_entries WHERE rowid = ?',
   );
-  const touch = db.prepare<[number, string]>('UPDATE cache_entries SET last_access = ? WHERE key = ?');
-  const selectSize = db.prepare<[string], number>('SELECT size FROM cache_entries WHERE key = ?').pluck();
-  const insert = 'INSERT INTO cache_entries (key, value, created_at, expires_at, last_access, size) VALUES (?, ?, ?, ?, ?, ?)';
-  const insertNew = db.prepare<[string, string | Buffer, number, number, number, number]>(`${insert} ON CONFLICT (key) DO NOTHING`);
-  const upsert = db.prepare<[string, string | Buffer, number, number, number, number]>(
-    `${insert}
-     ON CONFLICT (key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at,
-       expires_at = excluded.expires_at, last_access = excluded.last_access, size = excluded.size`,
+  const selectKeySize = db.prepare<[number], { key: string; size: number }>('SELECT key, size FROM cache_entries WHERE rowid = ?');
+  const selectKeys = db.prepare<[], [number, string]>('SELECT rowid, key FROM cache_entries').raw();
+  const touch = db.prepare<[number, number, string]>('UPDATE cache_entries SET last_access = ? WHERE rowid = ? AND key = ?');
+  const insert = db.prepare<[string, string | Buffer, number, number, number, number]>(
+    'INSERT INTO cache_entries (key, value, created_at, expires_at, last_access, size) VALUES (?, ?, ?, ?, ?, ?)',
   );
-  const deleteOne = db.prepare<[string], number>('DELETE FROM cache_entries WHERE key = ? RETURNING size').pluck();
+  const update = db.prepare<[string | Buffer, number, number, number, number, number]>(
+    'UPDATE cache_entries SET value = ?, created_at = ?, expires_at = ?, last_access = ?, size = ? WHERE rowid = ?',
+  );
+  const deleteRow = db.prepare<[number], number>('DELETE FROM cache_entries WHERE rowid = ? RETURNING size').pluck();
   const deleteIfExpired = db
-    .prepare<[string, number], number>('DELETE FROM cache_entries WHERE key = ? AND expires_at <= ? RETURNING size')
+    .prepare<[number, number], number>('DELETE FROM cache_entries WHERE rowid = ? AND expires_at <= ? RETURNING size')
     .pluck();
-  const deleteExpired = db.prepare<[number], { key: string; size: number }>(
-    'DELETE FROM cache_entries WHERE expires_at <= ? RETURNING key, size',
+  const deleteExpired = db.prepare<[number], { id: number; key: string; size: number }>(
+    'DELETE FROM cache_entries WHERE expires_at <= ? RETURNING rowid AS id, key, size',
   );
-  const selectOldest = db.prepare<[string, number], { key: string; size: number }>(
-    'SELECT key, size FROM cache_entries WHERE key <> ? ORDER BY last_access LIMIT ?',
+  const selectOldest = db.prepare<[number, number], { id: number; key: string; size: number }>(
+    'SELECT rowid AS id, key, size FROM cache_entries WHERE rowid <> ? ORDER BY last_access LIMIT ?',
   );
   const countAll = db.prepare<[], number>('SELECT COUNT(*) FROM cache_entries').pluck();
   const sumSizes = db.prepare<[], number>('SELECT COALESCE(SUM(size), 0) FROM cache_entries').pluck();
@@ -172,9 +261,43 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     sizeCalculation: (r) => Math.max(1, r.key.length + r.value.length),
   });
 
-  /** Deletes expired entries, then the least recently used ones (never `keep`), until within budget. */
-  function evict(keep: string, at: number, bytes: number): number {
+  // …and rows to be found without an index in the file (RowIndex), built here, at open, from one pass over
+  // the keys (~2 µs an entry), so that a relay's first calls do not wait for it.
+  const rowIndex = new RowIndex();
+  function indexRows(): void {
+    rowIndex.clear();
+    for (const [id, key] of selectKeys.iterate()) rowIndex.add(keyHash(key), id);
+  }
+  try {
+    if (!opts.exportOnly) indexRows();
+  } catch (err) {
+    db.close();
+    throw unavailable(err);
+  }
+
+  /** The row of this key, read with `read` (which returns the row's key with whatever else it selects). */
+  function findRow<R extends { key: string }>(key: string, read: (rowid: number) => R | undefined): (R & { rowid: number }) | undefined {
+    const found = rowIndex.rows(keyHash(key));
+    if (found === undefined) return undefined;
+    for (const rowid of typeof found === 'number' ? [found] : found) {
+      const row = read(rowid);
+      if (row !== undefined && row.key === key) return Object.assign(row, { rowid });
+    }
+    return undefined;
+  }
+
+  /** Deletes a row found by its key or chosen by rowid: the file, the index and the hot copy. */
+  function dropRow(key: string, rowid: number): number {
+    const size = deleteRow.get(rowid) ?? 0;
+    rowIndex.remove(keyHash(key), rowid);
+    hot.delete(key);
+    return size;
+  }
+
+  /** Deletes expired entries, then the least recently used ones (never the row `keep`), until within budget. */
+  function evict(keep: number, at: number, bytes: number): number {
     for (const gone of deleteExpired.all(at)) {
+      rowIndex.remove(keyHash(gone.key), gone.id);
       hot.delete(gone.key);
       bytes -= gone.size;
     }
@@ -183,9 +306,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
       if (victims.length === 0) break;
       for (const victim of victims) {
         if (bytes <= maxBytes) break;
-        deleteOne.get(victim.key);
-        hot.delete(victim.key);
-        bytes -= victim.size;
+        bytes -= dropRow(victim.key, victim.id);
       }
     }
     return bytes;
@@ -198,7 +319,11 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   const pendingTouches = new Map<string, number>();
   let touchTimer: NodeJS.Timeout | undefined;
   const writeTouches = db.transaction(() => {
-    for (const [key, at] of pendingTouches) touch.run(at, key);
+    for (const [key, at] of pendingTouches) {
+      const found = rowIndex.rows(keyHash(key));
+      if (found === undefined) continue;
+      for (const rowid of typeof found === 'number' ? [found] : found) touch.run(at, rowid, key);
+    }
     pendingTouches.clear();
   });
   function flushTouches(): void {
@@ -211,22 +336,32 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
 
   // The two steps of storeAll's transaction, plain functions: as nested transactions they would add a
   // SAVEPOINT and a RELEASE per record. Each returns the new total for storeOne to keep.
-  const removeEntry = (key: string): number => totalBytes - (deleteOne.get(key) ?? 0);
+  const removeEntry = (key: string): number => {
+    const row = findRow(key, (rowid) => selectKeySize.get(rowid));
+    return row ? totalBytes - dropRow(key, row.rowid) : totalBytes;
+  };
   const setEntry = (record: CacheRecord, size: number, at: number): number => {
     pendingTouches.delete(record.key);
-    // A new key (a miss's answer, the usual case) takes one statement; a key stored before, two.
     const value = packValue(record.value);
+    // A new key (a miss's answer, the usual case) is one insert at the table's end; a key stored before is
+    // updated in place.
+    const before = findRow(record.key, (rowid) => selectKeySize.get(rowid));
     let previous = 0;
-    if (insertNew.run(record.key, value, record.createdAt, record.expiresAt, at, size).changes === 0) {
-      previous = selectSize.get(record.key) ?? 0;
-      upsert.run(record.key, value, record.createdAt, record.expiresAt, at, size);
+    let rowid: number;
+    if (before === undefined) {
+      rowid = Number(insert.run(record.key, value, record.createdAt, record.expiresAt, at, size).lastInsertRowid);
+      rowIndex.add(keyHash(record.key), rowid);
+    } else {
+      previous = before.size;
+      rowid = before.rowid;
+      update.run(value, record.createdAt, record.expiresAt, at, size, rowid);
     }
     // Not kept in memory here: the hot copies are of entries read (hits); a burst of new answers (a thousand
     // long streams) would otherwise push them out and hold every new answer twice.
     const bytes = totalBytes - previous + size;
     if (bytes <= maxBytes) return bytes;
     flushTouches();
-    return evict(record.key, at, bytes);
+    return evict(rowid, at, bytes);
   };
 
   const pendingSets = new Map<string, CacheRecord>();
@@ -262,6 +397,11 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     } catch (err) {
       totalBytes = before; // the transaction rolled back: nothing of it may stay in memory either
       for (const r of records) hot.delete(r.key);
+      try {
+        indexRows(); // the rows it inserted or evicted are as they were
+      } catch {
+        // the file fails reads too: the index keeps what it had, and every read through it checks the key
+      }
       const e = unavailable(err);
       for (const w of waiters) w.reject(e);
     }
@@ -281,6 +421,19 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
 
   async function run<T>(fn: () => T): Promise<T> {
     try {
+      // A call after close fails as SQLite would, also one that the indexes in memory could answer.
+      if (!db.open) throw new TypeError('The database connection is not open');
+      return fn();
+    } catch (err) {
+      throw unavailable(err);
+    }
+  }
+
+  /** run, for the calls that find rows by key (not on a store opened for export only) */
+  async function byKey<T>(fn: () => T): Promise<T> {
+    try {
+      if (opts.exportOnly) throw new TypeError('this cache store was opened for export only');
+      if (!db.open) throw new TypeError('The database connection is not open');
       return fn();
     } catch (err) {
       throw unavailable(err);
@@ -292,7 +445,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     readsInProcess: true,
 
     get: (key) =>
-      run(() => {
+      byKey(() => {
         const queued = pendingSets.get(key);
         if (queued) return queued.expiresAt > now() ? { ...queued } : undefined;
         const at = now();
@@ -302,12 +455,14 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
           return { ...known };
         }
         hot.delete(key);
-        const row = selectOne.get(key);
+        const row = findRow(key, (rowid) => selectRow.get(rowid));
         if (row === undefined) return undefined;
         if (row.expires_at <= at) {
-          // Conditional, so a fresh entry written meanwhile by another connection survives.
-          const size = deleteIfExpired.get(key, at);
-          if (size !== undefined) totalBytes -= size;
+          const size = deleteIfExpired.get(row.rowid, at);
+          if (size !== undefined) {
+            totalBytes -= size;
+            rowIndex.remove(keyHash(key), row.rowid);
+          }
           return undefined;
         }
         touched(key, at);
@@ -317,6 +472,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
       }),
 
     set(record) {
+      if (opts.exportOnly) return byKey(() => undefined);
       // Writes are grouped: the sets of a burst commit in one transaction (a commit is what a set costs:
       // its WAL frames and locks; the rows are small). Reads see the pending ones meanwhile.
       return new Promise<void>((resolve, reject) => {
@@ -329,14 +485,13 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     },
 
     delete: (key) =>
-      run(() => {
+      byKey(() => {
         pendingChars -= pendingSets.get(key)?.value.length ?? 0;
         const queued = pendingSets.delete(key);
         hot.delete(key);
-        const size = deleteOne.get(key);
-        if (size === undefined && queued) return true;
-        if (size === undefined) return false;
-        totalBytes -= size;
+        const row = findRow(key, (rowid) => selectKeySize.get(rowid));
+        if (row === undefined) return queued;
+        totalBytes -= dropRow(key, row.rowid);
         return true;
       }),
 
@@ -368,12 +523,16 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
       }
     },
 
-    close: () =>
-      run(() => {
+    async close() {
+      if (!db.open) return; // closing again does nothing
+      try {
         if (setWaiters.length > 0) commitSets();
         flushTouches();
         hot.clear();
-        if (db.open) db.close();
-      }),
+        db.close();
+      } catch (err) {
+        throw unavailable(err);
+      }
+    },
   };
 }

@@ -11,7 +11,7 @@ import { StoreUnavailableError } from '../../src/errors.js';
 import type { CacheRecord, CacheStore } from '../../src/storage/cache-store.js';
 import { createMemoryCacheStore } from '../../src/storage/memory-cache-store.js';
 import { createRedisCacheStore, type RedisCacheStoreOptions } from '../../src/storage/redis-cache-store.js';
-import { createSqliteCacheStore } from '../../src/storage/sqlite-cache-store.js';
+import { createSqliteCacheStore, keyHash } from '../../src/storage/sqlite-cache-store.js';
 import { Database } from '../../src/storage/sqlite-driver.js';
 import { cacheStoreSuite } from './cache-store-suite.js';
 
@@ -90,6 +90,126 @@ function sized(key: string, size: number, now: number, ttlMs = 60_000): CacheRec
 }
 
 describe('sqlite cache store', () => {
+  it('moves the rows of a file written with a key index to the table without one, once, and keeps serving them', async () => {
+    const file = join(tempDir, `upgrade-${++files}.db`);
+    let time = Date.now();
+    const old = new Database(file);
+    old.exec(`CREATE TABLE cache_entries (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL, created_at INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL, last_access INTEGER NOT NULL, size INTEGER NOT NULL);
+      CREATE INDEX cache_entries_last_access ON cache_entries (last_access);
+      CREATE INDEX cache_entries_expires_at ON cache_entries (expires_at);`);
+    const stored = ['k:a', 'k:b', 'k:c'].map((key) => sized(key, 300, time));
+    // k:a is the least recently used one
+    stored.forEach((r, i) => old.prepare('INSERT INTO cache_entries VALUES (?, ?, ?, ?, ?, ?)').run(r.key, r.value, r.createdAt, r.expiresAt, time + i, 300));
+    old.close();
+    const tableSql = (): string => {
+      const db = new Database(file, { readonly: true });
+      try {
+        return (db.prepare("SELECT sql FROM sqlite_master WHERE name = 'cache_entries'").get() as { sql: string }).sql;
+      } finally {
+        db.close();
+      }
+    };
+    // `cache export` reads it as it is (a relay of the earlier version may be running on it)
+    const exporter = createSqliteCacheStore({ file, maxBytes: 1_000, now: () => time, exportOnly: true });
+    const exported: CacheRecord[] = [];
+    for await (const r of exporter.entries()) exported.push(r);
+    expect(exported).toEqual(stored);
+    await expect(exporter.get('k:a')).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(exporter.set(sized('k:e', 300, time))).rejects.toBeInstanceOf(StoreUnavailableError);
+    await exporter.close();
+    expect(tableSql()).toMatch(/PRIMARY KEY/i);
+    const store = createSqliteCacheStore({ file, maxBytes: 1_000, now: () => time });
+    expect(tableSql()).not.toMatch(/PRIMARY KEY/i);
+    expect(await store.stats()).toEqual({ entries: 3, bytes: 900 });
+    for (const r of stored) expect(await store.get(r.key)).toEqual(r);
+    await store.close();
+    const again = createSqliteCacheStore({ file, maxBytes: 1_000, now: () => time });
+    try {
+      time += 10;
+      for (const key of ['k:b', 'k:c']) await again.get(key);
+      await again.set(sized('k:d', 300, time)); // over budget: k:a goes, by the recency the old rows carried
+      expect(await again.get('k:a')).toBeUndefined();
+      for (const r of stored.slice(1)) expect(await again.get(r.key)).toEqual(r);
+      expect(await again.stats()).toEqual({ entries: 3, bytes: 900 });
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('a commit that fails leaves the entries it would have evicted findable, and the ones it would have added absent', async () => {
+    const file = join(tempDir, `rollback-${++files}.db`);
+    const time = Date.now();
+    const store = createSqliteCacheStore({ file, maxBytes: 700, now: () => time });
+    const x = sized('k:x', 300, time);
+    await store.set(x);
+    // the file refuses one key (another connection's trigger): the batch that holds it rolls back whole
+    const other = new Database(file);
+    other.exec("CREATE TRIGGER refuse BEFORE INSERT ON cache_entries WHEN NEW.key = 'k:bad' BEGIN SELECT RAISE(ABORT, 'refused'); END");
+    other.close();
+    try {
+      // y, then z (over budget: x is evicted), then the refused one, in one commit
+      const results = await Promise.allSettled(['k:y', 'k:z', 'k:bad'].map((key) => store.set(sized(key, 300, time))));
+      expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      expect((results[0] as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
+      expect(await store.get('k:x')).toEqual(x);
+      for (const key of ['k:y', 'k:z', 'k:bad']) expect(await store.get(key)).toBeUndefined();
+      expect(await store.stats()).toEqual({ entries: 1, bytes: 300 });
+      const y = sized('k:y', 300, time);
+      await store.set(y);
+      expect(await store.get('k:y')).toEqual(y);
+      expect(await store.get('k:x')).toEqual(x);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('tells apart keys whose hashes collide: each is stored, read, replaced, deleted and evicted on its own', async () => {
+    // two keys with the same 30-bit hash (a birthday search: ~40,000 keys)
+    const seen = new Map<number, string>();
+    let pair: [string, string] | undefined;
+    for (let i = 0; !pair; i++) {
+      const key = `ns:${i.toString(16)}`;
+      const other = seen.get(keyHash(key));
+      if (other !== undefined) pair = [other, key];
+      else seen.set(keyHash(key), key);
+    }
+    const [x, y] = pair;
+    expect(keyHash(x)).toBe(keyHash(y));
+    const file = join(tempDir, `collide-${++files}.db`);
+    let time = Date.now();
+    const store = createSqliteCacheStore({ file, maxBytes: 1_000, now: () => time });
+    const rx = sized(x, 300, time);
+    const ry = sized(y, 300, time);
+    await store.set(rx);
+    expect(await store.get(y)).toBeUndefined(); // same hash, another key: not x's answer
+    await store.set(ry);
+    expect(await store.get(x)).toEqual(rx);
+    expect(await store.get(y)).toEqual(ry);
+    const ry2 = { ...sized(y, 310, time), value: JSON.stringify('y'.repeat(310 - Buffer.byteLength(y) - 2)) };
+    await store.set(ry2);
+    expect(await store.stats()).toEqual({ entries: 2, bytes: 610 });
+    await store.close();
+    // the index is built again from the file
+    const reopened = createSqliteCacheStore({ file, maxBytes: 1_000, now: () => time });
+    try {
+      expect(await reopened.get(y)).toEqual(ry2);
+      expect(await reopened.get(x)).toEqual(rx);
+      expect(await reopened.delete(x)).toBe(true);
+      expect(await reopened.get(x)).toBeUndefined();
+      expect(await reopened.get(y)).toEqual(ry2);
+      await reopened.set(rx);
+      time += 1;
+      await reopened.get(y);
+      await reopened.set(sized('ns:z', 400, time)); // over budget: x, the least recently used, goes
+      expect(await reopened.get(x)).toBeUndefined();
+      expect(await reopened.get(y)).toEqual(ry2);
+      expect(await reopened.stats()).toEqual({ entries: 2, bytes: 710 });
+    } finally {
+      await reopened.close();
+    }
+  });
+
   it('creates the parent directory of its file', async () => {
     const file = join(tempDir, 'nested', 'deeper', 'cache.db');
     const store = createSqliteCacheStore({ file, maxBytes: 1_000 });
