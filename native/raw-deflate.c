@@ -1,9 +1,9 @@
-// Raw DEFLATE for the SQLite cache's values, on the event loop, with one zlib stream kept per thread and
-// reset between values. Node's zlib.deflateRawSync builds a stream object and a zlib state for every call
-// and tears both down after: ~40 µs for a 1 KB answer on this project's machine, most of it before the first
-// byte is compressed. Here a value costs the compression itself (src/storage/raw-deflate.ts has the numbers).
-// The bytes are standard raw DEFLATE (zlib's own code: Node exports the zlib it is built with), so values
-// written by either path read with either.
+// Raw DEFLATE for the SQLite cache's values (on the event loop) and the body store's blobs (on the report
+// worker), with one zlib stream kept per thread and reset between values. Node's zlib.deflateRawSync builds a
+// stream object and a zlib state for every call and tears both down after: ~40 µs for a 1 KB answer on this
+// project's machine, most of it before the first byte is compressed. Here a value costs the compression
+// itself (src/storage/raw-deflate.ts has the numbers). The bytes are standard raw DEFLATE (zlib's own code:
+// Node exports the zlib it is built with), so values written by either path read with either.
 #include <node_api.h>
 #include <stdlib.h>
 #include <string.h>

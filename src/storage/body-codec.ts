@@ -10,11 +10,13 @@
 //
 // Blob bytes (what is hashed):  'J' + JSON text                 a whole value
 //                               'S' + u32 header length + header JSON + skeleton JSON + 32-byte hashes
-// Stored bytes (what is kept):  0 + blob bytes  |  1 + brotli(blob bytes)      (small blobs stay raw; a
+// Stored bytes (what is kept):  0 + blob bytes  |  2 + raw DEFLATE(blob bytes)  (small blobs stay raw; a
 //                               skeleton's hashes count as small: no compressor shrinks them)
+//                               1 + brotli(blob bytes): written by earlier relays, still read
 import { hash } from 'node:crypto';
-import { brotliCompressSync, brotliDecompressSync, constants } from 'node:zlib';
+import { brotliDecompressSync } from 'node:zlib';
 import { LRUCache } from 'lru-cache';
+import { deflateRaw, inflateRaw } from './raw-deflate.js';
 
 export type Hash = Buffer;
 
@@ -59,9 +61,9 @@ const HASH_BYTES = 32;
  */
 const SPLIT_FROM = 64;
 /**
- * Below this, compressing gains too little to pay for its work: a brotli call costs ~15 µs before its first
- * byte, whatever the size. Chat messages and answers above it still halve (conversations.mjs: the data dir
- * at 2.9× the distinct content with 512, 3.5× without compressing up to 1 KiB).
+ * Below this, compressing gains too little to pay for its work. Chat messages and answers above it still
+ * halve (conversations.mjs, when blobs were brotli'd: the data dir at 2.9× the distinct content with 512, 3.5×
+ * without compressing up to 1 KiB).
  */
 export const COMPRESS_FROM = 512;
 
@@ -261,28 +263,29 @@ export function assembleBody(root: Hash, blob: (hash: Hash) => Buffer | undefine
   return body;
 }
 
-/** The bytes kept for a blob: compressed when that pays (`raw`: keptRaw's answer, when the caller has it). */
+/**
+ * The bytes kept for a blob: compressed when that pays (`raw`: keptRaw's answer, when the caller has it).
+ * Raw DEFLATE at zlib's fastest level through the `native/` addon's stream kept per thread (raw-deflate.ts):
+ * brotli (quality 5, through node:zlib, which sets up a new encoder for every call) took 54–102 µs for a
+ * 950-byte answer where this takes 11–13, for 228 bytes instead of 214; conversations.mjs's data dir 2.68× the
+ * distinct content instead of 2.65× (docs/benchmarks.md).
+ */
 export function packBlob(bytes: Buffer, raw = keptRaw(bytes)): Buffer {
   if (!raw) {
-    const packed = brotliCompressSync(bytes, {
-      params: {
-        // Quality 5: most of the gain of 11 at a small part of the time (measured on chat messages).
-        [constants.BROTLI_PARAM_QUALITY]: 5,
-        [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
-        [constants.BROTLI_PARAM_SIZE_HINT]: bytes.length,
-        // A window no larger than the blob: brotli sizes (and clears) its buffers by it.
-        [constants.BROTLI_PARAM_LGWIN]: Math.min(24, Math.max(10, Math.ceil(Math.log2(bytes.length + 16)))),
-      },
-    });
-    if (packed.length + 1 < bytes.length) return Buffer.concat([FLAG_BROTLI, packed]);
+    const packed = deflateRaw(bytes);
+    if (packed.length + 1 < bytes.length) return Buffer.concat([FLAG_DEFLATE, packed], packed.length + 1);
   }
-  return Buffer.concat([FLAG_RAW, bytes]);
+  return Buffer.concat([FLAG_RAW, bytes], bytes.length + 1);
 }
 
 const FLAG_RAW = Buffer.from([0]);
-const FLAG_BROTLI = Buffer.from([1]);
+const BROTLI = 1;
+const FLAG_DEFLATE = Buffer.from([2]);
 
 export function unpackBlob(stored: Uint8Array): Buffer {
   const buf = Buffer.isBuffer(stored) ? stored : Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
-  return buf[0] === 1 ? brotliDecompressSync(buf.subarray(1)) : buf.subarray(1);
+  const flag = buf[0];
+  if (flag === FLAG_DEFLATE[0]) return inflateRaw(buf.subarray(1));
+  if (flag === BROTLI) return brotliDecompressSync(buf.subarray(1));
+  return buf.subarray(1);
 }

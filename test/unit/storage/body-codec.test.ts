@@ -1,9 +1,10 @@
 // How a body becomes blobs, for what a conversation's turns cost: a message sent again is the same blob
 // (made once, then found by its text), and a skeleton that is mostly hashes is kept as it is rather than run
-// through brotli every turn. What the stores do with the blobs is test/contract/body-store.test.ts's.
+// through the compressor every turn. What the stores do with the blobs is test/contract/body-store.test.ts's.
 import { hash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { brotliCompressSync } from 'node:zlib';
 import { COMPRESS_FROM, keptRaw, packBlob, splitBody, unpackBlob } from '../../../src/storage/body-codec.js';
 
 /** A whole value's blob, made here from its definition: 'J' + its JSON text, addressed by sha256. */
@@ -59,7 +60,7 @@ describe('body codec: what is compressed', () => {
     const root = splitBody({ ...longChat, response_format: { type: 'json_schema', json_schema: { name: 'facts', schema: { type: 'object', properties } } } }).blobs[0]!;
     expect(keptRaw(root.bytes)).toBe(false);
     const stored = packBlob(root.bytes);
-    expect(stored[0]).toBe(1);
+    expect(stored[0]).toBe(2); // raw DEFLATE
     expect(stored.length).toBeLessThan(root.bytes.length / 2);
     expect(unpackBlob(stored).equals(root.bytes)).toBe(true);
 
@@ -67,5 +68,13 @@ describe('body codec: what is compressed', () => {
     const large = wholeBlob('x'.repeat(COMPRESS_FROM)).bytes;
     expect([keptRaw(small), keptRaw(large)]).toEqual([true, false]);
     expect(unpackBlob(packBlob(large)).equals(large)).toBe(true);
+  });
+
+  it('reads blobs as earlier relays kept them: brotli behind flag 1', () => {
+    const blob = wholeBlob({ role: 'assistant', content: 'An answer kept before blobs were deflated. '.repeat(20) }).bytes;
+    const earlier = Buffer.concat([Buffer.from([1]), brotliCompressSync(blob)]);
+    expect(unpackBlob(earlier).equals(blob)).toBe(true);
+    expect(unpackBlob(packBlob(blob)).equals(blob)).toBe(true);
+    expect(packBlob(blob)[0]).toBe(2);
   });
 });
