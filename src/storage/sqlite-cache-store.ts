@@ -221,7 +221,9 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   const selectRow = db.prepare<[number], Row>(
     'SELECT rowid AS id, key, value, created_at, expires_at FROM cache_entries WHERE rowid = ?',
   );
-  const selectKeySize = db.prepare<[number], { key: string; size: number }>('SELECT key, size FROM cache_entries WHERE rowid = ?');
+  const selectKeySize = db.prepare<[number], { id: number; key: string; size: number }>(
+    'SELECT rowid AS id, key, size FROM cache_entries WHERE rowid = ?',
+  );
   const selectKeys = db.prepare<[], [number, string]>('SELECT rowid, key FROM cache_entries').raw();
   const touch = db.prepare<[number, number, string]>('UPDATE cache_entries SET last_access = ? WHERE rowid = ? AND key = ?');
   const insert = db.prepare<[string, string | Buffer, number, number, number, number]>(
@@ -275,13 +277,17 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     throw unavailable(err);
   }
 
-  /** The row of this key, read with `read` (which returns the row's key with whatever else it selects). */
-  function findRow<R extends { key: string }>(key: string, read: (rowid: number) => R | undefined): (R & { rowid: number }) | undefined {
+  /** The row of this key, read with `read` (which selects the row's id and key with whatever else it needs). */
+  function findRow<R extends { id: number; key: string }>(key: string, read: (rowid: number) => R | undefined): R | undefined {
     const found = rowIndex.rows(keyHash(key));
     if (found === undefined) return undefined;
-    for (const rowid of typeof found === 'number' ? [found] : found) {
+    if (typeof found === 'number') {
+      const row = read(found);
+      return row?.key === key ? row : undefined;
+    }
+    for (const rowid of found) {
       const row = read(rowid);
-      if (row !== undefined && row.key === key) return Object.assign(row, { rowid });
+      if (row?.key === key) return row;
     }
     return undefined;
   }
@@ -338,7 +344,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   // SAVEPOINT and a RELEASE per record. Each returns the new total for storeOne to keep.
   const removeEntry = (key: string): number => {
     const row = findRow(key, (rowid) => selectKeySize.get(rowid));
-    return row ? totalBytes - dropRow(key, row.rowid) : totalBytes;
+    return row ? totalBytes - dropRow(key, row.id) : totalBytes;
   };
   const setEntry = (record: CacheRecord, size: number, at: number): number => {
     pendingTouches.delete(record.key);
@@ -353,7 +359,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
       rowIndex.add(keyHash(record.key), rowid);
     } else {
       previous = before.size;
-      rowid = before.rowid;
+      rowid = before.id;
       update.run(value, record.createdAt, record.expiresAt, at, size, rowid);
     }
     // Not kept in memory here: the hot copies are of entries read (hits); a burst of new answers (a thousand
@@ -458,10 +464,10 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
         const row = findRow(key, (rowid) => selectRow.get(rowid));
         if (row === undefined) return undefined;
         if (row.expires_at <= at) {
-          const size = deleteIfExpired.get(row.rowid, at);
+          const size = deleteIfExpired.get(row.id, at);
           if (size !== undefined) {
             totalBytes -= size;
-            rowIndex.remove(keyHash(key), row.rowid);
+            rowIndex.remove(keyHash(key), row.id);
           }
           return undefined;
         }
@@ -491,7 +497,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
         hot.delete(key);
         const row = findRow(key, (rowid) => selectKeySize.get(rowid));
         if (row === undefined) return queued;
-        totalBytes -= dropRow(key, row.rowid);
+        totalBytes -= dropRow(key, row.id);
         return true;
       }),
 
