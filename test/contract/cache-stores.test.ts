@@ -89,6 +89,16 @@ function sized(key: string, size: number, now: number, ttlMs = 60_000): CacheRec
   return { key, value, createdAt: now, expiresAt: now + ttlMs };
 }
 
+/** One row of a query on the file, through a connection of its own, read-only. */
+function readFile<T>(file: string, sql: string): T {
+  const db = new Database(file, { readonly: true });
+  try {
+    return db.prepare(sql).get() as T;
+  } finally {
+    db.close();
+  }
+}
+
 describe('sqlite cache store', () => {
   it('moves the rows of a file written with a key index to the table without one, once, and keeps serving them', async () => {
     const file = join(tempDir, `upgrade-${++files}.db`);
@@ -102,14 +112,7 @@ describe('sqlite cache store', () => {
     // k:a is the least recently used one
     stored.forEach((r, i) => old.prepare('INSERT INTO cache_entries VALUES (?, ?, ?, ?, ?, ?)').run(r.key, r.value, r.createdAt, r.expiresAt, time + i, 300));
     old.close();
-    const tableSql = (): string => {
-      const db = new Database(file, { readonly: true });
-      try {
-        return (db.prepare("SELECT sql FROM sqlite_master WHERE name = 'cache_entries'").get() as { sql: string }).sql;
-      } finally {
-        db.close();
-      }
-    };
+    const tableSql = (): string => readFile<{ sql: string }>(file, "SELECT sql FROM sqlite_master WHERE name = 'cache_entries'").sql;
     // `cache export` reads it as it is (a relay of the earlier version may be running on it)
     const exporter = createSqliteCacheStore({ file, maxBytes: 1_000, now: () => time, exportOnly: true });
     const exported: CacheRecord[] = [];
@@ -263,14 +266,7 @@ describe('sqlite cache store', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
     const file = join(tempDir, `burst-${++files}.db`);
     const store = createSqliteCacheStore({ file, maxBytes: 10_000_000 });
-    const rows = (): number => {
-      const db = new Database(file, { readonly: true });
-      try {
-        return (db.prepare('SELECT COUNT(*) AS n FROM cache_entries').get() as { n: number }).n;
-      } finally {
-        db.close();
-      }
-    };
+    const rows = (): number => readFile<{ n: number }>(file, 'SELECT COUNT(*) AS n FROM cache_entries').n;
     try {
       const at = Date.now();
       const done: string[] = [];
