@@ -1,11 +1,10 @@
 // Raw DEFLATE for the SQLite cache's values, which are compressed on the event loop as a miss's answer is
 // stored and inflated as a hit reads one from the file, and for the body store's blobs (body-codec.ts), on
-// the report worker. node:zlib's sync calls build a stream object and a
-// zlib state for every value and tear both down after: 41 µs to deflate a 740-byte answer and 16 µs to
-// inflate it, on this project's machine. The addon (native/raw-deflate.c, built at install with the
-// others) keeps one zlib stream per thread and resets it between values: 4.6–7.4 µs and 7.3 µs. Without the
-// addon (no C compiler at install) node:zlib does the same work. Both write standard raw DEFLATE, so a
-// value written by either reads with either.
+// the report worker. node:zlib's sync calls build a stream object and a zlib state for every value and tear
+// both down after: 41 µs to deflate a 740-byte answer and 16 µs to inflate it, on this project's machine. The
+// addon (native/raw-deflate.c, built at install with the others) keeps one zlib stream per thread and resets it
+// between values: 4.6–7.4 µs and 7.3 µs. Without the addon (no C compiler at install) node:zlib does the same
+// work. Both write standard raw DEFLATE, so a value written by either reads with either.
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { loadAddon } from '../native-addon.js';
 

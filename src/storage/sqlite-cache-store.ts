@@ -101,22 +101,24 @@ export function keyHash(key: string): number {
 }
 
 /**
- * Which rows may hold a key: its rowid by the key's hash, built from the file at open (one pass over the keys)
- * and kept in step with every write, which all go through this store (the relay is the only writer of its
- * data dir). A hash two keys share lists both rows; a row read through it is used only when its key is the
- * one asked for, so a collision costs a read, never a wrong answer. ~30-40 bytes of memory an entry.
+ * Which rows may hold a key: its rowid by the key's hash (keyHash), built from the file at open (one pass over
+ * the keys) and kept in step with every write, which all go through this store (the relay is the only writer
+ * of its data dir). A hash two keys share lists both rows; a row read through it is used only when its key is
+ * the one asked for, so a collision costs a read, never a wrong answer. ~30-40 bytes of memory an entry.
  */
 class RowIndex {
   private readonly one = new Map<number, number>();
   /** hashes with more than one row (collisions: a few hundred in a million keys) */
   private readonly more = new Map<number, number[]>();
 
-  /** The rows stored under this hash (most often none or one). */
-  rows(hash: number): readonly number[] | number | undefined {
-    return this.more.get(hash) ?? this.one.get(hash);
+  /** The rows that may hold this key (most often none or one). */
+  rows(key: string): readonly number[] | number | undefined {
+    const hash = keyHash(key);
+    return (this.more.size > 0 ? this.more.get(hash) : undefined) ?? this.one.get(hash);
   }
 
-  add(hash: number, rowid: number): void {
+  add(key: string, rowid: number): void {
+    const hash = keyHash(key);
     const list = this.more.get(hash);
     if (list) list.push(rowid);
     else {
@@ -134,7 +136,8 @@ class RowIndex {
     this.more.clear();
   }
 
-  remove(hash: number, rowid: number): void {
+  remove(key: string, rowid: number): void {
+    const hash = keyHash(key);
     const list = this.more.get(hash);
     if (!list) {
       if (this.one.get(hash) === rowid) this.one.delete(hash);
@@ -268,7 +271,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   const rowIndex = new RowIndex();
   function indexRows(): void {
     rowIndex.clear();
-    for (const [id, key] of selectKeys.iterate()) rowIndex.add(keyHash(key), id);
+    for (const [id, key] of selectKeys.iterate()) rowIndex.add(key, id);
   }
   try {
     if (!opts.exportOnly) indexRows();
@@ -279,7 +282,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
 
   /** The row of this key, read with `read` (which selects the row's id and key with whatever else it needs). */
   function findRow<R extends { id: number; key: string }>(key: string, read: (rowid: number) => R | undefined): R | undefined {
-    const found = rowIndex.rows(keyHash(key));
+    const found = rowIndex.rows(key);
     if (found === undefined) return undefined;
     if (typeof found === 'number') {
       const row = read(found);
@@ -295,7 +298,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   /** Deletes a row found by its key or chosen by rowid: the file, the index and the hot copy. */
   function dropRow(key: string, rowid: number): number {
     const size = deleteRow.get(rowid) ?? 0;
-    rowIndex.remove(keyHash(key), rowid);
+    rowIndex.remove(key, rowid);
     hot.delete(key);
     return size;
   }
@@ -303,7 +306,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   /** Deletes expired entries, then the least recently used ones (never the row `keep`), until within budget. */
   function evict(keep: number, at: number, bytes: number): number {
     for (const gone of deleteExpired.all(at)) {
-      rowIndex.remove(keyHash(gone.key), gone.id);
+      rowIndex.remove(gone.key, gone.id);
       hot.delete(gone.key);
       bytes -= gone.size;
     }
@@ -326,7 +329,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   let touchTimer: NodeJS.Timeout | undefined;
   const writeTouches = db.transaction(() => {
     for (const [key, at] of pendingTouches) {
-      const found = rowIndex.rows(keyHash(key));
+      const found = rowIndex.rows(key);
       if (found === undefined) continue;
       for (const rowid of typeof found === 'number' ? [found] : found) touch.run(at, rowid, key);
     }
@@ -356,7 +359,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     let rowid: number;
     if (before === undefined) {
       rowid = Number(insert.run(record.key, value, record.createdAt, record.expiresAt, at, size).lastInsertRowid);
-      rowIndex.add(keyHash(record.key), rowid);
+      rowIndex.add(record.key, rowid);
     } else {
       previous = before.size;
       rowid = before.id;
@@ -467,7 +470,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
           const size = deleteIfExpired.get(row.id, at);
           if (size !== undefined) {
             totalBytes -= size;
-            rowIndex.remove(keyHash(key), row.id);
+            rowIndex.remove(key, row.id);
           }
           return undefined;
         }
