@@ -1,6 +1,7 @@
 // The embedded report store: one SQLite file in the data dir. The indexed columns answer the list filters;
 // the report is kept as JSON text (so fields this version does not know survive a round trip) without its
-// bodies, which live once each in the content-addressed `bodies` table (body-store.ts).
+// bodies, which live once each in the content-addressed `bodies` table (body-store.ts), found by hash
+// through a map of the table's tail and an index written in bulk (sqlite-blob-index.ts).
 // The write side runs on the report worker (insertMany, prune): a batch is one synchronous transaction
 // there, its fsync blocking only that thread. The event loop's instance only reads (WAL lets it read while
 // the worker commits).
@@ -15,6 +16,7 @@ import { KnownTime, packReport, packTemplate, packVariant, unpackReport } from '
 import { type StatsDialect, type StatsRow, buildStatsSql, statsResult } from './report-stats-sql.js';
 import type { PruneResult, ReportStore, StoredReport } from './report-store.js';
 import { VARIANT_PATHS, variantValues } from './report-variant.js';
+import { BLOB_TABLES, createBlobIndex, upgradeBodies } from './sqlite-blob-index.js';
 import { Database } from './sqlite-driver.js';
 
 export interface SqliteReportStoreOptions {
@@ -27,6 +29,8 @@ export interface SqliteReportStoreOptions {
    * started again after an idle stop): then no blob can have become unused meanwhile.
    */
   sweepOnOpen?: boolean;
+  /** blobs in the tail before it is merged into the hash index (sqlite-blob-index.ts; tests make it small) */
+  blobMergeAt?: number;
 }
 
 /** Where a variant's own values go among insertReport's placeholders (columnsOf). */
@@ -57,11 +61,6 @@ const SCHEMA = `
     bodies_expired INTEGER NOT NULL DEFAULT 0,
     properties TEXT,
     data TEXT NOT NULL
-  );
-  CREATE TABLE IF NOT EXISTS bodies (
-    hash BLOB PRIMARY KEY,
-    last_ms INTEGER NOT NULL,
-    data BLOB NOT NULL
   );
 `;
 
@@ -191,14 +190,17 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
     // A burst's WAL is cut back after its checkpoint rather than kept at its largest.
     db.pragma('journal_size_limit = 1048576');
     db.exec(SCHEMA);
+    // (an earlier relay's `bodies`, with its hash as PRIMARY KEY, is left by BLOB_TABLES and rewritten here)
+    db.exec(BLOB_TABLES);
+    upgradeBodies(db);
     const listIndexed = (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'reports_request_ms_id'").get() as unknown) !== undefined;
     if (!listIndexed) db.exec(LIST_INDEX);
     addMissingColumns(db);
     db.exec(RETENTION_INDEXES);
     db.exec(DROPPED_INDEXES);
-    // The writer's page cache: a batch inserts into the indexes of hashes (random places in a large tree);
-    // SQLite's default 2 MB makes most of those inserts read their page again. Pages are cached only as
-    // they are used.
+    // The writer's page cache: a batch looks up the hashes of its new blobs in the hash index, and a merge
+    // writes into it (random places in a large tree); SQLite's default 2 MB would make most of those read
+    // their page again. Pages are cached only as they are used.
     db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
   } catch (err) {
     throw failure(`open ${opts.file}`, err);
@@ -210,13 +212,12 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
                           request_blob, response_blob, properties, data)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
   );
-  const touchBody = db.prepare('UPDATE bodies SET last_ms = max(last_ms, ?) WHERE hash = ?');
+  // (by id, and the hash checked too: a row is never taken for another blob's, whatever the map says)
+  const touchBody = db.prepare('UPDATE bodies SET last_ms = max(last_ms, ?) WHERE id = ? AND hash = ?');
   const insertBody = db.prepare('INSERT INTO bodies (hash, last_ms, data) VALUES (?, ?, ?)');
-  const upsertBody = db.prepare(
-    'INSERT INTO bodies (hash, last_ms, data) VALUES (?, ?, ?) ON CONFLICT(hash) DO UPDATE SET last_ms = max(last_ms, excluded.last_ms)',
-  );
+  const blobIndex = createBlobIndex(db, opts.blobMergeAt);
   const selectOne = db.prepare<[string], ReadRow>(`SELECT ${READ_COLUMNS} FROM reports WHERE id = ?`);
-  const selectBlob = db.prepare<[Buffer], { data: Buffer }>('SELECT data FROM bodies WHERE hash = ?');
+  const selectBlob = db.prepare<[number, Buffer], { data: Buffer }>('SELECT data FROM bodies WHERE id = ? AND hash = ?');
   const countAll = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM reports');
   const selectOk = db.prepare('SELECT 1');
   const deleteOld = db.prepare(
@@ -236,7 +237,11 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
   const sweepWindow = db.prepare<[number, number], { last: number | null; n: number }>(
     'SELECT max(rowid) AS last, count(*) AS n FROM (SELECT rowid FROM bodies WHERE rowid > ? ORDER BY rowid LIMIT ?)',
   );
-  const sweep = db.prepare('DELETE FROM bodies WHERE rowid > ? AND rowid <= ? AND last_ms < ?');
+  // (the hash index's entries first, found through the rows they name)
+  const sweepHashes = db.prepare(
+    'DELETE FROM body_hashes WHERE hash IN (SELECT hash FROM bodies WHERE id > ? AND id <= ? AND last_ms < ?)',
+  );
+  const sweep = db.prepare('DELETE FROM bodies WHERE id > ? AND id <= ? AND last_ms < ?');
   // A cache hit's report is a variant of the one before it (report-variant.ts): packed from its template.
   // Its own values are packed from the numbers it was made of, not read back from its texts.
   const bodies = createBodyKeeper(packReport, {
@@ -292,13 +297,17 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
   const insertBatch = db.transaction((planned: PlannedReport[], now: number) => {
     const inserted = planned.filter((p) => insertReport.run(row(p)).changes === 1);
     const writes = bodies.writes(inserted, now);
+    if (writes.length > 0) blobIndex.refresh();
     for (const w of writes) {
-      // A blob kept as it is needs no work before its insert: one statement, whether it is new or not. One
-      // that would be compressed is looked for first, so a blob stored already is not compressed again.
-      const raw = keptRaw(w.blob.bytes);
-      if (raw) upsertBody.run(w.blob.hash, w.ms, packBlob(w.blob.bytes, raw));
-      else if (touchBody.run(w.ms, w.blob.hash).changes === 0) insertBody.run(w.blob.hash, w.ms, packBlob(w.blob.bytes, raw));
+      // A blob stored already gets its last_ms raised; a new one goes at the end of the table, and into the
+      // map of the tail (sqlite-blob-index.ts).
+      const hex = (w.blob.hex ??= w.blob.hash.toString('hex'));
+      const id = blobIndex.idOf(w.blob.hash, hex);
+      if (id !== undefined && touchBody.run(w.ms, id, w.blob.hash).changes === 1) continue;
+      const info = insertBody.run(w.blob.hash, w.ms, packBlob(w.blob.bytes, keptRaw(w.blob.bytes)));
+      blobIndex.added(hex, Number(info.lastInsertRowid));
     }
+    blobIndex.mergeIfDue();
     return writes;
   });
 
@@ -320,7 +329,10 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
     if (sweepFrom !== undefined) {
       const before = sweepBefore(oldestWithBodies.get()?.t ?? null, at);
       const window = sweepWindow.get(sweepFrom, rows * 8)!;
-      if (window.last !== null) result.bodies = sweep.run(sweepFrom, window.last, before).changes;
+      if (window.last !== null) {
+        sweepHashes.run(sweepFrom, window.last, before);
+        result.bodies = sweep.run(sweepFrom, window.last, before).changes;
+      }
       // A short window reached the end of the table: the pass is over.
       sweepFrom = window.n < rows * 8 || window.last === null ? undefined : window.last;
       if (sweepFrom === undefined && sweepAgain) {
@@ -350,11 +362,17 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
 
   function fetchBlobs(hashes: Hash[]): BlobMap {
     const out: BlobMap = new Map();
+    let fresh = false;
     for (const hash of hashes) {
       const hex = hash.toString('hex');
       let bytes = readCache.get(hex);
       if (!bytes) {
-        const found = selectBlob.get(hash);
+        if (!fresh) {
+          blobIndex.refresh();
+          fresh = true;
+        }
+        const id = blobIndex.idOf(hash, hex);
+        const found = id === undefined ? undefined : selectBlob.get(id, hash);
         if (!found) continue;
         bytes = unpackBlob(found.data);
         readCache.set(hex, bytes);
@@ -377,6 +395,8 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
         const writes = insertBatch(reports.map((r) => bodies.plan(r)), now());
         bodies.committed(writes);
       } catch (err) {
+        // (the map of the tail may name rows the rollback took back)
+        blobIndex.reset();
         throw failure('insert reports', err);
       }
     },

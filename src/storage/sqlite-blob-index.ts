@@ -1,0 +1,133 @@
+// How the SQLite report store finds a body blob by its hash without an index entry written per blob.
+//
+// Hashes are random: an index on them (the table's PRIMARY KEY, as it was) takes each new blob to a random
+// leaf, so every commit wrote a page of that index for nearly every new blob — measured on the report
+// worker, 12-24 µs of a report with two new bodies (the page in the WAL, its checksum, its write again at
+// the checkpoint). Now `bodies` only grows at its end (its id is AUTOINCREMENT: never reused), and the hash
+// index, `body_hashes`, is written in bulk: the blobs after `body_index.through` (the tail) are found
+// through a map in memory, and once the tail holds MERGE_AT blobs they go into `body_hashes` in one
+// sorted insert, which writes each leaf once for all the blobs that land on it.
+//
+// Each connection keeps its own map of the tail and brings it up to date from the file before it looks
+// (one query that finds nothing new, most of the time): the report worker's connection writes, the event
+// loop's only reads. Invariant, for what a connection has looked at: a blob with id ≤ through is in
+// `body_hashes` (a merge moves `through` in the transaction that writes the entries), and a blob with
+// through < id ≤ seen is in the map. Ids are never reused, so a map entry can only be stale by naming a
+// row the sweep deleted, and then the row is simply not found.
+import type BetterSqlite3 from 'better-sqlite3';
+import type { Database } from './sqlite-driver.js';
+
+type Statement<P extends unknown[], R> = BetterSqlite3.Statement<P, R>;
+
+/** Blobs in the tail before they are merged into the hash index: a map of ~2 MB at most. */
+export const MERGE_AT = 16_384;
+
+/** The tables, for a new file (and what an old one is rewritten into: see upgradeBodies). */
+export const BLOB_TABLES = `
+  CREATE TABLE IF NOT EXISTS bodies (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    hash BLOB NOT NULL,
+    last_ms INTEGER NOT NULL,
+    data BLOB NOT NULL
+  );
+  CREATE TABLE IF NOT EXISTS body_hashes (hash BLOB PRIMARY KEY, id INTEGER NOT NULL) WITHOUT ROWID;
+  CREATE TABLE IF NOT EXISTS body_index (one INTEGER PRIMARY KEY CHECK (one = 1), through INTEGER NOT NULL);
+  INSERT OR IGNORE INTO body_index (one, through) VALUES (1, 0);
+`;
+
+/**
+ * A file of an earlier relay keeps its blobs in `bodies (hash BLOB PRIMARY KEY, …)`: rewritten once into the
+ * layout above, every blob indexed (one transaction; the first relay that opens the file does it). Returns
+ * whether it did.
+ */
+export function upgradeBodies(db: Database): boolean {
+  const columns = (): string[] => (db.pragma('table_info(bodies)') as { name: string }[]).map((c) => c.name);
+  if (columns().length === 0 || columns().includes('id')) return false;
+  return db
+    .transaction(() => {
+      // (looked at again inside the transaction: the other thread's connection may have done it meanwhile)
+      if (columns().includes('id')) return false;
+      db.exec('ALTER TABLE bodies RENAME TO bodies_before');
+      db.exec(BLOB_TABLES);
+      db.exec(`
+        INSERT INTO bodies (hash, last_ms, data) SELECT hash, last_ms, data FROM bodies_before ORDER BY rowid;
+        DROP TABLE bodies_before;
+        INSERT INTO body_hashes (hash, id) SELECT hash, id FROM bodies ORDER BY hash;
+        UPDATE body_index SET through = (SELECT coalesce(max(id), 0) FROM bodies);
+      `);
+      return true;
+    })
+    .immediate();
+}
+
+export interface BlobIndex {
+  /** Brings the map of the tail up to date with the file. */
+  refresh(): void;
+  /** The id of the blob with this hash, or undefined (call refresh first). */
+  idOf(hash: Buffer, hex: string): number | undefined;
+  /** A blob this connection inserted. */
+  added(hex: string, id: number): void;
+  /** Inside the writing transaction: merges the tail into the hash index once it is MERGE_AT long. */
+  mergeIfDue(): void;
+  /** What the map says may not be what the file holds (a transaction rolled back): read it again. */
+  reset(): void;
+  /** blobs in the map (tests) */
+  readonly tailSize: number;
+}
+
+export function createBlobIndex(db: Database, mergeAt = MERGE_AT): BlobIndex {
+  const selectThrough: Statement<[], { through: number }> = db.prepare('SELECT through FROM body_index WHERE one = 1');
+  const selectTail: Statement<[number], { id: number; hash: Buffer }> = db.prepare('SELECT id, hash FROM bodies WHERE id > ? ORDER BY id');
+  const selectIndexed: Statement<[Buffer], { id: number }> = db.prepare('SELECT id FROM body_hashes WHERE hash = ?');
+  const mergeTail = db.prepare('INSERT OR IGNORE INTO body_hashes (hash, id) SELECT hash, id FROM bodies WHERE id > ? ORDER BY hash');
+  const setThrough = db.prepare('UPDATE body_index SET through = (SELECT coalesce(max(id), 0) FROM bodies) WHERE one = 1');
+
+  const tail = new Map<string, number>();
+  let through = 0;
+  let seen = 0;
+
+  return {
+    refresh() {
+      const now = selectThrough.get()?.through ?? 0;
+      if (now > through) {
+        for (const [hex, id] of tail) if (id <= now) tail.delete(hex);
+        through = now;
+        if (seen < now) seen = now;
+      }
+      for (const row of selectTail.iterate(seen)) {
+        tail.set(row.hash.toString('hex'), row.id);
+        seen = row.id;
+      }
+    },
+
+    idOf(hash, hex) {
+      return tail.get(hex) ?? selectIndexed.get(hash)?.id;
+    },
+
+    added(hex, id) {
+      tail.set(hex, id);
+      if (id > seen) seen = id;
+    },
+
+    mergeIfDue() {
+      if (tail.size < mergeAt) return;
+      const from = selectThrough.get()?.through ?? 0;
+      mergeTail.run(from);
+      setThrough.run();
+      // (the transaction may still roll back: its caller resets this map then)
+      through = selectThrough.get()?.through ?? 0;
+      if (seen < through) seen = through;
+      for (const [hex, id] of tail) if (id <= through) tail.delete(hex);
+    },
+
+    reset() {
+      tail.clear();
+      through = 0;
+      seen = 0;
+    },
+
+    get tailSize() {
+      return tail.size;
+    },
+  };
+}
