@@ -82,14 +82,22 @@ function requestForLog(req: { method: string; url: string; hostname?: string; ip
 }
 
 // Each store's driver is loaded only when it is the one configured (Redis' client and pg are megabytes).
-export async function openCacheStore(config: RelayConfig, use: 'all' | 'export' = 'all'): Promise<CacheStore> {
+/** How a store says it rewrites a file of an earlier relay before it does (a pause of seconds at a start). */
+export type UpgradeNotice = (what: string) => void;
+
+export async function openCacheStore(config: RelayConfig, use: 'all' | 'export' = 'all', onUpgrade?: UpgradeNotice): Promise<CacheStore> {
   if (config.cacheUrl === 'memory') {
     const { createMemoryCacheStore } = await import('./storage/memory-cache-store.js');
     return createMemoryCacheStore({ maxBytes: config.cacheMaxBytes });
   }
   if (config.cacheUrl === 'sqlite') {
     const { createSqliteCacheStore } = await import('./storage/sqlite-cache-store.js');
-    return createSqliteCacheStore({ file: join(config.dataDir, 'cache.sqlite'), maxBytes: config.cacheMaxBytes, exportOnly: use === 'export' });
+    return createSqliteCacheStore({
+      file: join(config.dataDir, 'cache.sqlite'),
+      maxBytes: config.cacheMaxBytes,
+      exportOnly: use === 'export',
+      ...(onUpgrade ? { onUpgrade } : {}),
+    });
   }
   const { createRedisCacheStore } = await import('./storage/redis-cache-store.js');
   return createRedisCacheStore({ url: config.cacheUrl });
@@ -111,10 +119,10 @@ async function openFleetFlight(config: Readonly<RelayConfig>, cacheStore: CacheS
   });
 }
 
-export async function openReportStore(config: RelayConfig): Promise<ReportStore> {
+export async function openReportStore(config: RelayConfig, onUpgrade?: UpgradeNotice): Promise<ReportStore> {
   if (config.reportsUrl === 'sqlite') {
     const { createSqliteReportStore } = await import('./storage/sqlite-report-store.js');
-    return createSqliteReportStore({ file: join(config.dataDir, 'reports.sqlite') });
+    return createSqliteReportStore({ file: join(config.dataDir, 'reports.sqlite'), ...(onUpgrade ? { onUpgrade } : {}) });
   }
   const { createPostgresReportStore } = await import('./storage/postgres-report-store.js');
   return createPostgresReportStore({ connectionString: config.reportsUrl });
@@ -141,12 +149,13 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
     overrides.logStream ?? (await logDestination(config.logFormat)),
   );
   const logger = pinoLogger;
-  const cacheStore = overrides.cacheStore ?? (await openCacheStore(config));
+  const upgrading: UpgradeNotice = (what) => logger.warn(`${what}: the relay starts when it is done (a few seconds for hundreds of MB)`);
+  const cacheStore = overrides.cacheStore ?? (await openCacheStore(config, 'all', upgrading));
   let reportStore: ReportStore;
   let fleetFlight: FleetFlight | undefined;
   try {
     fleetFlight = await openFleetFlight(config, cacheStore, logger);
-    reportStore = overrides.reportStore ?? (await openReportStore(config));
+    reportStore = overrides.reportStore ?? (await openReportStore(config, upgrading));
   } catch (err) {
     await fleetFlight?.close();
     await cacheStore.close();

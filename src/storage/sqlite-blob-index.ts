@@ -37,16 +37,17 @@ export const BLOB_TABLES = `
 
 /**
  * A file of an earlier relay keeps its blobs in `bodies (hash BLOB PRIMARY KEY, …)`: rewritten once into the
- * layout above, every blob indexed (one transaction; the first relay that opens the file does it). Returns
- * whether it did.
+ * layout above, every blob indexed (one transaction; the first relay that opens the file does it: ~1 s for
+ * 300,000 blobs here). `starting` is told before the rewrite starts. Returns whether it did.
  */
-export function upgradeBodies(db: Database): boolean {
+export function upgradeBodies(db: Database, starting?: () => void): boolean {
   const columns = (): string[] => (db.pragma('table_info(bodies)') as { name: string }[]).map((c) => c.name);
   if (columns().length === 0 || columns().includes('id')) return false;
   return db
     .transaction(() => {
       // (looked at again inside the transaction: the other thread's connection may have done it meanwhile)
       if (columns().includes('id')) return false;
+      starting?.();
       db.exec('ALTER TABLE bodies RENAME TO bodies_before');
       db.exec(BLOB_TABLES);
       db.exec(`

@@ -27,6 +27,8 @@ export interface SqliteCacheStoreOptions {
    * is not upgraded and no index is built; the other calls reject.
    */
   exportOnly?: boolean;
+  /** told before a file of an earlier relay is rewritten into this layout (once; seconds for a large file) */
+  onUpgrade?: (what: string) => void;
 }
 
 const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
@@ -78,9 +80,10 @@ const SCHEMA = `CREATE TABLE IF NOT EXISTS cache_entries ${COLUMNS};${TIME_INDEX
  * Files written before had `key TEXT PRIMARY KEY`: their rows move to a table without it, in one transaction
  * (a crash leaves the file as it was), once, by the first store that opens the file.
  */
-function upgradeTable(db: Database): void {
+function upgradeTable(db: Database, starting?: () => void): void {
   const table = db.prepare<[], string>("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'cache_entries'").pluck().get();
   if (table === undefined || !/PRIMARY\s+KEY/i.test(table)) return;
+  starting?.();
   db.transaction(() => {
     db.exec(`CREATE TABLE cache_entries_next ${COLUMNS}`);
     db.exec(
@@ -188,7 +191,7 @@ function toRecord(row: Row): CacheRecord {
   return { key: row.key, value: unpackValue(row.value), createdAt: row.created_at, expiresAt: row.expires_at };
 }
 
-function openDatabase(file: string, busyTimeoutMs: number, upgrade: boolean): Database {
+function openDatabase(file: string, busyTimeoutMs: number, upgrade: false | (() => void)): Database {
   if (file !== ':memory:') {
     makePrivateDir(dirname(file));
     preparePrivateFile(file, sqliteCompanions(file));
@@ -199,7 +202,7 @@ function openDatabase(file: string, busyTimeoutMs: number, upgrade: boolean): Da
     // A cache may lose its last writes on power loss; NORMAL skips the fsync per commit that FULL pays.
     db.pragma('synchronous = NORMAL');
     db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
-    if (upgrade) upgradeTable(db);
+    if (upgrade) upgradeTable(db, upgrade);
     db.exec(SCHEMA);
     return db;
   } catch (err) {
@@ -216,7 +219,11 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
 
   let db: Database;
   try {
-    db = openDatabase(file, opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS, !opts.exportOnly);
+    db = openDatabase(
+      file,
+      opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS,
+      !opts.exportOnly && (() => opts.onUpgrade?.(`the entries of ${file} are rewritten into this version's layout, once`)),
+    );
   } catch (err) {
     throw unavailable(err);
   }

@@ -31,6 +31,8 @@ export interface SqliteReportStoreOptions {
   sweepOnOpen?: boolean;
   /** blobs in the tail before it is merged into the hash index (sqlite-blob-index.ts; tests make it small) */
   blobMergeAt?: number;
+  /** told before a file of an earlier relay is rewritten into this layout (once; seconds for a large file) */
+  onUpgrade?: (what: string) => void;
 }
 
 /** Where a variant's own values go among insertReport's placeholders (columnsOf). */
@@ -192,7 +194,7 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
     db.exec(SCHEMA);
     // (an earlier relay's `bodies`, with its hash as PRIMARY KEY, is left by BLOB_TABLES and rewritten here)
     db.exec(BLOB_TABLES);
-    upgradeBodies(db);
+    upgradeBodies(db, () => opts.onUpgrade?.(`the body blobs of ${opts.file} are rewritten into this version's layout, once`));
     const listIndexed = (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'reports_request_ms_id'").get() as unknown) !== undefined;
     if (!listIndexed) db.exec(LIST_INDEX);
     addMissingColumns(db);

@@ -122,12 +122,15 @@ describe('sqlite cache store', () => {
     await expect(exporter.set(sized('k:e', 300, time))).rejects.toBeInstanceOf(StoreUnavailableError);
     await exporter.close();
     expect(tableSql()).toMatch(/PRIMARY KEY/i);
-    const store = createSqliteCacheStore({ file, maxBytes: 1_000, now: () => time });
+    const notices: string[] = [];
+    const store = createSqliteCacheStore({ file, maxBytes: 1_000, now: () => time, onUpgrade: (what) => notices.push(what) });
     expect(tableSql()).not.toMatch(/PRIMARY KEY/i);
+    expect(notices).toEqual([`the entries of ${file} are rewritten into this version's layout, once`]);
     expect(await store.stats()).toEqual({ entries: 3, bytes: 900 });
     for (const r of stored) expect(await store.get(r.key)).toEqual(r);
     await store.close();
-    const again = createSqliteCacheStore({ file, maxBytes: 1_000, now: () => time });
+    const again = createSqliteCacheStore({ file, maxBytes: 1_000, now: () => time, onUpgrade: (what) => notices.push(what) });
+    expect(notices).toHaveLength(1);
     try {
       time += 10;
       for (const key of ['k:b', 'k:c']) await again.get(key);

@@ -177,8 +177,10 @@ describe('sqlite blob index', () => {
       ALTER TABLE bodies_old RENAME TO bodies;
     `);
     db.close();
-    const store = createSqliteReportStore({ file: f, blobMergeAt: 4 });
+    const notices: string[] = [];
+    const store = createSqliteReportStore({ file: f, blobMergeAt: 4, onUpgrade: (what) => notices.push(what) });
     try {
+      expect(notices).toEqual([`the body blobs of ${f} are rewritten into this version's layout, once`]);
       await expectAll(store, sent);
       expect(await blobs(f)).toBe(3 * 4 + 1);
       expect(await through(f)).toBe(3 * 4 + 1);
@@ -193,6 +195,8 @@ describe('sqlite blob index', () => {
       await store.close();
     }
     // opened again: nothing to rewrite
+    await createSqliteReportStore({ file: f, onUpgrade: (what) => notices.push(what) }).close();
+    expect(notices).toHaveLength(1);
     db = new Database(f);
     const columns = (db.pragma('table_info(bodies)') as { name: string }[]).map((c) => c.name);
     db.close();
