@@ -6,7 +6,6 @@
 // the same. Real SQLite.
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createReportPruner } from '../../src/storage/report-pruner.js';
 import type { ReportStore, StoredReport } from '../../src/storage/report-store.js';
 import { createSqliteReportStore } from '../../src/storage/sqlite-report-store.js';
 import { Database } from '../../src/storage/sqlite-driver.js';
@@ -138,16 +137,9 @@ describe('sqlite blob index', () => {
       }
       expect(await through(f)).toBeGreaterThan(0);
       clock = D + 45 * DAY;
-      const pruner = createReportPruner({
-        store,
-        reportRetentionMs: 90 * DAY,
-        bodyRetentionMs: 30 * DAY,
-        maxBytes: 0,
-        measure: async () => 0,
-        now: () => clock,
-        rows: 2,
-      });
-      for (let i = 0; (await pruner.step()).more; i++) if (i > 100) throw new Error('pruning never ended');
+      // bodies older than 30 days expire, two rows a step; their blobs are swept
+      const step = { now: clock, reportsBefore: D - 90 * DAY, bodiesBefore: clock - 30 * DAY, trimOldest: 0, rows: 2 };
+      for (let i = 0; (await store.prune!(step)).more; i++) if (i > 100) throw new Error('pruning never ended');
       // the three old reports' own blobs are gone, from the table and from the index
       expect(await blobs(f)).toBe(2 * 4 + 1);
       expect(await dangling(f)).toBe(0);
