@@ -5,8 +5,10 @@
 // worker, 12-24 µs of a report with two new bodies (the page in the WAL, its checksum, its write again at
 // the checkpoint). Now `bodies` only grows at its end (its id is AUTOINCREMENT: never reused), and the hash
 // index, `body_hashes`, is written in bulk: the blobs after `body_index.through` (the tail) are found
-// through a map in memory, and once the tail holds MERGE_AT blobs they go into `body_hashes` in one
-// sorted insert, which writes each leaf once for all the blobs that land on it.
+// through a map in memory, and once the tail holds MERGE_AT blobs they go into `body_hashes` in hash order,
+// which writes each leaf once for all the blobs that land on it. The merge goes MERGE_SLICE blobs with each
+// batch the writer commits (in a large file a whole merge would hold the worker for a tenth of a second and
+// more, and the direct API's 201s with it), and `through` moves once the last slice is in.
 //
 // Each connection keeps its own map of the tail and brings it up to date from the file before it looks
 // (one query that finds nothing new, most of the time): the report worker's connection writes, the event
@@ -21,6 +23,8 @@ type Statement<P extends unknown[], R> = BetterSqlite3.Statement<P, R>;
 
 /** Blobs in the tail before they are merged into the hash index: a map of ~2 MB at most. */
 export const MERGE_AT = 16_384;
+/** Blobs a batch merges into the hash index while a merge is under way. */
+export const MERGE_SLICE = 2048;
 
 /** The tables, for a new file (and what an old one is rewritten into: see upgradeBodies). */
 export const BLOB_TABLES = `
@@ -68,7 +72,10 @@ export interface BlobIndex {
   idOf(hash: Buffer, hex: string): number | undefined;
   /** A blob this connection inserted. */
   added(hex: string, id: number): void;
-  /** Inside the writing transaction: merges the tail into the hash index once it is MERGE_AT long. */
+  /**
+   * Inside the writing transaction: once the tail is MERGE_AT long, merges the next slice of it into the hash
+   * index (a merge takes a few batches).
+   */
   mergeIfDue(): void;
   /** What the map says may not be what the file holds (a transaction rolled back): read it again. */
   reset(): void;
@@ -76,16 +83,19 @@ export interface BlobIndex {
   readonly tailSize: number;
 }
 
-export function createBlobIndex(db: Database, mergeAt = MERGE_AT): BlobIndex {
+export function createBlobIndex(db: Database, mergeAt = MERGE_AT, mergeSlice = MERGE_SLICE): BlobIndex {
   const selectThrough: Statement<[], { through: number }> = db.prepare('SELECT through FROM body_index WHERE one = 1');
   const selectTail: Statement<[number], { id: number; hash: Buffer }> = db.prepare('SELECT id, hash FROM bodies WHERE id > ? ORDER BY id');
   const selectIndexed: Statement<[Buffer], { id: number }> = db.prepare('SELECT id FROM body_hashes WHERE hash = ?');
-  const mergeTail = db.prepare('INSERT OR IGNORE INTO body_hashes (hash, id) SELECT hash, id FROM bodies WHERE id > ? ORDER BY hash');
-  const setThrough = db.prepare('UPDATE body_index SET through = (SELECT coalesce(max(id), 0) FROM bodies) WHERE one = 1');
+  // (a blob the sweep took since the merge started is not indexed: only a row that is still there)
+  const indexOne = db.prepare('INSERT OR IGNORE INTO body_hashes (hash, id) SELECT hash, id FROM bodies WHERE id = ? AND hash = ?');
+  const setThrough = db.prepare('UPDATE body_index SET through = ? WHERE one = 1 AND through < ?');
 
   const tail = new Map<string, number>();
   let through = 0;
   let seen = 0;
+  /** the merge under way: the tail up to `upTo` in hash order, merged up to `at` */
+  let merging: { upTo: number; blobs: [hex: string, id: number][]; at: number } | undefined;
 
   return {
     refresh() {
@@ -111,13 +121,21 @@ export function createBlobIndex(db: Database, mergeAt = MERGE_AT): BlobIndex {
     },
 
     mergeIfDue() {
-      if (tail.size < mergeAt) return;
-      const from = selectThrough.get()?.through ?? 0;
-      mergeTail.run(from);
-      setThrough.run();
-      // (the transaction may still roll back: its caller resets this map then)
-      through = selectThrough.get()?.through ?? 0;
-      if (seen < through) seen = through;
+      if (!merging) {
+        if (tail.size < mergeAt) return;
+        // Every blob of the tail up to `seen` is in the map (refresh), each hash once: in hash order.
+        const blobs = [...tail].sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
+        merging = { upTo: seen, blobs, at: 0 };
+      }
+      const m = merging;
+      const end = Math.min(m.at + mergeSlice, m.blobs.length);
+      for (let i = m.at; i < end; i++) indexOne.run(m.blobs[i]![1], Buffer.from(m.blobs[i]![0], 'hex'));
+      m.at = end;
+      if (end < m.blobs.length) return;
+      setThrough.run(m.upTo, m.upTo);
+      merging = undefined;
+      // (the transaction may still roll back: its caller resets all this then)
+      through = m.upTo;
       for (const [hex, id] of tail) if (id <= through) tail.delete(hex);
     },
 
@@ -125,6 +143,7 @@ export function createBlobIndex(db: Database, mergeAt = MERGE_AT): BlobIndex {
       tail.clear();
       through = 0;
       seen = 0;
+      merging = undefined;
     },
 
     get tailSize() {

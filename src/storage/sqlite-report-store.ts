@@ -31,6 +31,8 @@ export interface SqliteReportStoreOptions {
   sweepOnOpen?: boolean;
   /** blobs in the tail before it is merged into the hash index (sqlite-blob-index.ts; tests make it small) */
   blobMergeAt?: number;
+  /** blobs a batch merges while a merge is under way (sqlite-blob-index.ts; tests make it small) */
+  blobMergeSlice?: number;
   /** told before a file of an earlier relay is rewritten into this layout (once; seconds for a large file) */
   onUpgrade?: (what: string) => void;
 }
@@ -217,7 +219,7 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
   // (by id, and the hash checked too: a row is never taken for another blob's, whatever the map says)
   const touchBody = db.prepare('UPDATE bodies SET last_ms = max(last_ms, ?) WHERE id = ? AND hash = ?');
   const insertBody = db.prepare('INSERT INTO bodies (hash, last_ms, data) VALUES (?, ?, ?)');
-  const blobIndex = createBlobIndex(db, opts.blobMergeAt);
+  const blobIndex = createBlobIndex(db, opts.blobMergeAt, opts.blobMergeSlice);
   const selectOne = db.prepare<[string], ReadRow>(`SELECT ${READ_COLUMNS} FROM reports WHERE id = ?`);
   const selectBlob = db.prepare<[number, Buffer], { data: Buffer }>('SELECT data FROM bodies WHERE id = ? AND hash = ?');
   const countAll = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM reports');

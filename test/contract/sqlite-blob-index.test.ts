@@ -37,6 +37,12 @@ const blobs = (f: string): Promise<number> => count(f, 'SELECT count(*) AS n FRO
 const dangling = (f: string): Promise<number> =>
   count(f, 'SELECT count(*) AS n FROM body_hashes h LEFT JOIN bodies b ON b.id = h.id AND b.hash = h.hash WHERE b.id IS NULL');
 const through = async (f: string): Promise<number> => count(f, 'SELECT through AS n FROM body_index');
+/** blobs up to `through` that the hash index does not name (none, whatever happened) */
+const unindexed = (f: string): Promise<number> =>
+  count(
+    f,
+    'SELECT count(*) AS n FROM bodies b WHERE b.id <= (SELECT through FROM body_index) AND NOT EXISTS (SELECT 1 FROM body_hashes h WHERE h.hash = b.hash AND h.id = b.id)',
+  );
 
 async function expectAll(store: ReportStore, sent: StoredReport[]): Promise<void> {
   for (const report of sent) expect(await store.get(report.id)).toEqual(report);
@@ -66,6 +72,7 @@ describe('sqlite blob index', () => {
       expect(merged).toBeGreaterThanOrEqual(40);
       expect(await count(f, 'SELECT count(*) AS n FROM body_hashes')).toBe(merged);
       expect(await dangling(f)).toBe(0);
+      expect(await unindexed(f)).toBe(0);
       await expectAll(writer, sent);
 
       // A writer that remembers nothing finds bodies stored already, merged ones (r0's) and ones in the tail
@@ -151,6 +158,52 @@ describe('sqlite blob index', () => {
       expect(await store.get('back')).toEqual(back);
     } finally {
       await store.close();
+    }
+  });
+
+  it('a merge that takes several batches keeps every blob findable, with a sweep in the middle of it', async () => {
+    const f = await file();
+    let clock = D;
+    // a merge from 3 blobs in the tail, one blob a batch: each merge spans several batches
+    const writer = createSqliteReportStore({ file: f, blobMergeAt: 3, blobMergeSlice: 1, now: () => clock });
+    const reader = createSqliteReportStore({ file: f });
+    try {
+      const kept: StoredReport[] = [];
+      for (const [id, days] of [['a', 0], ['b', 1], ['c', 2]] as const) {
+        clock = D + days * DAY;
+        await writer.insertMany([reportAt(id, days)]);
+      }
+      const mergedBefore = await through(f);
+      // Under way: some of the tail indexed, `through` not yet moved past it. The old reports lose their bodies
+      // and their blobs are swept, some in the index already, some only in the merge's list.
+      expect(await count(f, 'SELECT count(*) AS n FROM body_hashes')).toBeGreaterThan(0);
+      clock = D + 45 * DAY;
+      const step = { now: clock, reportsBefore: D - 90 * DAY, bodiesBefore: clock - 30 * DAY, trimOldest: 0, rows: 10 };
+      for (let i = 0; (await writer.prune!(step)).more; i++) if (i > 100) throw new Error('pruning never ended');
+      // (the shared system prompt too: no report has bodies any more)
+      expect(await blobs(f)).toBe(0);
+      // a's question comes back (new rows for blobs the merge's list names by their old ids), and more reports
+      // carry the merge to its end and start the next ones
+      for (let i = 0; i < 8; i++) {
+        const report = reportAt(i === 0 ? 'back' : `n${i}`, 45, i === 0 ? 'the question of a, long enough for a blob of its own' : undefined);
+        kept.push(report);
+        await writer.insertMany([report]);
+        // (the old reports stay, without their bodies)
+        for (const r of kept) expect(await reader.get(r.id)).toEqual(r);
+        expect(await dangling(f)).toBe(0);
+        expect(await unindexed(f)).toBe(0);
+      }
+      expect(await through(f)).toBeGreaterThan(mergedBefore);
+      const late = createSqliteReportStore({ file: f });
+      try {
+        for (const r of kept) expect(await late.get(r.id)).toEqual(r);
+      } finally {
+        await late.close();
+      }
+      expect(await missingBlobs({ rows: (sql) => sqliteRows(f, sql) })).toEqual([]);
+    } finally {
+      await reader.close();
+      await writer.close();
     }
   });
 
