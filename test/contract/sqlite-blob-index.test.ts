@@ -51,6 +51,17 @@ async function expectAll(store: ReportStore, sent: StoredReport[]): Promise<void
   for (const report of listed) expect(report).toEqual(sent.find((r) => r.id === report.id));
 }
 
+/** A connection opened now (its map built from the file) reads every report as sent; no blob is missing. */
+async function expectFromAFreshConnection(f: string, sent: StoredReport[]): Promise<void> {
+  const late = createSqliteReportStore({ file: f });
+  try {
+    for (const report of sent) expect(await late.get(report.id)).toEqual(report);
+  } finally {
+    await late.close();
+  }
+  expect(await missingBlobs({ rows: (sql) => sqliteRows(f, sql) })).toEqual([]);
+}
+
 describe('sqlite blob index', () => {
   it('finds every blob from the writing and a reading connection, across merges, and stores none twice', async () => {
     const f = await file();
@@ -88,14 +99,7 @@ describe('sqlite blob index', () => {
       expect(await blobs(f)).toBe(12 * 4 + 1 + 2);
       sent.push(...again);
       await expectAll(reader, sent);
-      // A connection opened now builds its map from the file.
-      const late = createSqliteReportStore({ file: f, blobMergeAt: 5 });
-      try {
-        await expectAll(late, sent);
-      } finally {
-        await late.close();
-      }
-      expect(await missingBlobs({ rows: (sql) => sqliteRows(f, sql) })).toEqual([]);
+      await expectFromAFreshConnection(f, sent);
     } finally {
       await reader.close();
       await writer.close();
@@ -194,13 +198,7 @@ describe('sqlite blob index', () => {
         expect(await unindexed(f)).toBe(0);
       }
       expect(await through(f)).toBeGreaterThan(mergedBefore);
-      const late = createSqliteReportStore({ file: f });
-      try {
-        for (const r of kept) expect(await late.get(r.id)).toEqual(r);
-      } finally {
-        await late.close();
-      }
-      expect(await missingBlobs({ rows: (sql) => sqliteRows(f, sql) })).toEqual([]);
+      await expectFromAFreshConnection(f, kept);
     } finally {
       await reader.close();
       await writer.close();
