@@ -21,7 +21,7 @@ import type { Database } from './sqlite-driver.js';
 
 type Statement<P extends unknown[], R> = BetterSqlite3.Statement<P, R>;
 
-/** Blobs in the tail before they are merged into the hash index: a map of ~2 MB at most. */
+/** Blobs in the tail before a merge into the hash index starts: a map of ~2 MB (a merge takes a few batches more). */
 export const MERGE_AT = 16_384;
 /** Blobs a batch merges into the hash index while a merge is under way. */
 export const MERGE_SLICE = 2048;
