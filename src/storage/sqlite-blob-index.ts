@@ -1,9 +1,9 @@
 // How the SQLite report store finds a body blob by its hash without an index entry written per blob.
 //
 // Hashes are random: an index on them (the table's PRIMARY KEY, as it was) takes each new blob to a random
-// leaf, so every commit wrote a page of that index for nearly every new blob — measured on the report
-// worker, 12-24 µs of a report with two new bodies (the page in the WAL, its checksum, its write again at
-// the checkpoint). Now `bodies` only grows at its end (its id is AUTOINCREMENT: never reused), and the hash
+// leaf, so every commit wrote a page of that index for nearly every new blob — measured in the store alone,
+// 12-24 µs of a report with two new bodies (the page in the WAL, its checksum, its write again at the
+// checkpoint). Now `bodies` only grows at its end (its id is AUTOINCREMENT: never reused), and the hash
 // index, `body_hashes`, is written in bulk: the blobs after `body_index.through` (the tail) are found
 // through a map in memory, and once the tail holds MERGE_AT blobs they go into `body_hashes` in hash order,
 // which writes each leaf once for all the blobs that land on it. The merge goes MERGE_SLICE blobs with each
@@ -42,27 +42,24 @@ export const BLOB_TABLES = `
 /**
  * A file of an earlier relay keeps its blobs in `bodies (hash BLOB PRIMARY KEY, …)`: rewritten once into the
  * layout above, every blob indexed (one transaction; the first relay that opens the file does it: ~1 s for
- * 300,000 blobs here). `starting` is told before the rewrite starts. Returns whether it did.
+ * 300,000 blobs here). `starting` is told before the rewrite starts.
  */
-export function upgradeBodies(db: Database, starting?: () => void): boolean {
+export function upgradeBodies(db: Database, starting?: () => void): void {
   const columns = (): string[] => (db.pragma('table_info(bodies)') as { name: string }[]).map((c) => c.name);
-  if (columns().length === 0 || columns().includes('id')) return false;
-  return db
-    .transaction(() => {
-      // (looked at again inside the transaction: the other thread's connection may have done it meanwhile)
-      if (columns().includes('id')) return false;
-      starting?.();
-      db.exec('ALTER TABLE bodies RENAME TO bodies_before');
-      db.exec(BLOB_TABLES);
-      db.exec(`
-        INSERT INTO bodies (hash, last_ms, data) SELECT hash, last_ms, data FROM bodies_before ORDER BY rowid;
-        DROP TABLE bodies_before;
-        INSERT INTO body_hashes (hash, id) SELECT hash, id FROM bodies ORDER BY hash;
-        UPDATE body_index SET through = (SELECT coalesce(max(id), 0) FROM bodies);
-      `);
-      return true;
-    })
-    .immediate();
+  if (columns().includes('id')) return;
+  db.transaction(() => {
+    // (looked at again inside the transaction: the other thread's connection may have done it meanwhile)
+    if (columns().includes('id')) return;
+    starting?.();
+    db.exec('ALTER TABLE bodies RENAME TO bodies_before');
+    db.exec(BLOB_TABLES);
+    db.exec(`
+      INSERT INTO bodies (hash, last_ms, data) SELECT hash, last_ms, data FROM bodies_before ORDER BY rowid;
+      DROP TABLE bodies_before;
+      INSERT INTO body_hashes (hash, id) SELECT hash, id FROM bodies ORDER BY hash;
+      UPDATE body_index SET through = (SELECT coalesce(max(id), 0) FROM bodies);
+    `);
+  }).immediate();
 }
 
 export interface BlobIndex {
@@ -79,8 +76,6 @@ export interface BlobIndex {
   mergeIfDue(): void;
   /** What the map says may not be what the file holds (a transaction rolled back): read it again. */
   reset(): void;
-  /** blobs in the map (tests) */
-  readonly tailSize: number;
 }
 
 export function createBlobIndex(db: Database, mergeAt = MERGE_AT, mergeSlice = MERGE_SLICE): BlobIndex {
@@ -144,10 +139,6 @@ export function createBlobIndex(db: Database, mergeAt = MERGE_AT, mergeSlice = M
       through = 0;
       seen = 0;
       merging = undefined;
-    },
-
-    get tailSize() {
-      return tail.size;
     },
   };
 }
