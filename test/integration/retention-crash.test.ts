@@ -1,25 +1,75 @@
 // A crash in the middle of retention loses nothing still referenced: the relay is SIGKILLed while its
 // pruner strips and deletes thousands of old reports and sweeps their blobs, and while reports that reuse
 // those old messages pour in through the API. Afterwards every acknowledged report reads back with exactly
-// the bodies it was sent with, and no report with bodies names a blob the store does not hold.
+// the bodies it was sent with, and no report with bodies names a blob the store does not hold. On SQLite and
+// on PostgreSQL (a database of its own).
 import { join } from 'node:path';
 import { rm } from 'node:fs/promises';
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { StoredReport } from '../../src/storage/report-store.js';
+import { createPostgresReportStore } from '../../src/storage/postgres-report-store.js';
+import type { ReportStore, StoredReport } from '../../src/storage/report-store.js';
 import { createSqliteReportStore } from '../../src/storage/sqlite-report-store.js';
 import { tempDir } from '../helpers/relay.js';
 import { spawnRelay } from '../helpers/relay-process.js';
 import { missingBlobs, sqliteRows } from '../helpers/report-stores.js';
+import { DATABASE_URL, requirePostgres } from '../helpers/servers.js';
 
 const DAY = 86_400_000;
 const OLD = 12_000;
 /** Messages that old reports and new ones share: the sweep must not take one a new report uses. */
 const SHARED = Array.from({ length: 50 }, (_, i) => ({ role: 'user', content: `shared question ${i} `.repeat(8) }));
 
-let dataDir: string;
+const dataDirs: string[] = [];
+const databases: string[] = [];
+
+async function onServer<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
 afterAll(async () => {
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  for (const dir of dataDirs) await rm(dir, { recursive: true, force: true });
+  if (databases.length === 0) return;
+  await onServer(DATABASE_URL, async (c) => {
+    for (const db of databases) await c.query(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
+  });
 });
+
+interface Store {
+  /** the relay's settings for it */
+  env: Record<string, string>;
+  /** the store itself, its clock `now` */
+  open(now: () => number): Promise<ReportStore>;
+  rows(sql: string): Promise<Record<string, unknown>[]>;
+}
+
+/** A fresh store of this kind: a SQLite file in a new data dir, or a new PostgreSQL database (and a data dir). */
+async function freshStore(kind: 'sqlite' | 'postgres'): Promise<Store> {
+  const dataDir = await tempDir();
+  dataDirs.push(dataDir);
+  const env = { RELAY_DATA_DIR: dataDir, RELAY_CACHE_URL: 'memory' };
+  if (kind === 'sqlite') {
+    const file = join(dataDir, 'reports.sqlite');
+    return { env, open: async (now) => createSqliteReportStore({ file, now }), rows: (sql) => sqliteRows(file, sql) };
+  }
+  await requirePostgres();
+  const name = `relay_retention_crash_${process.pid}_${Date.now()}`;
+  await onServer(DATABASE_URL, (c) => c.query(`CREATE DATABASE "${name}"`));
+  databases.push(name);
+  const url = new URL(DATABASE_URL);
+  url.pathname = `/${name}`;
+  return {
+    env: { ...env, RELAY_REPORTS_URL: url.href },
+    open: (now) => createPostgresReportStore({ connectionString: url.href, now }),
+    rows: (sql) => onServer(url.href, async (c) => (await c.query(sql)).rows as Record<string, unknown>[]),
+  };
+}
 
 function oldReport(i: number, receivedMs: number): StoredReport {
   const at = new Date(receivedMs).toISOString();
@@ -50,22 +100,22 @@ function newReport(i: number) {
   };
 }
 
-describe('a crash during retention', () => {
+describe.each(['sqlite', 'postgres'] as const)('a crash during retention (%s reports)', (kind) => {
   it('loses no acknowledged report and no blob a report with bodies uses', async () => {
-    dataDir = await tempDir();
-    const file = join(dataDir, 'reports.sqlite');
+    const store = await freshStore(kind);
+    const rows = store.rows;
     const now = Date.now();
     // Half past report retention (deleted), half past body retention only (stripped); blobs written then.
-    const seed = createSqliteReportStore({ file, now: () => now - 100 * DAY });
+    const seed = await store.open(() => now - 100 * DAY);
     for (let i = 0; i < OLD; i += 1000) {
       await seed.insertMany(Array.from({ length: 1000 }, (_, k) => oldReport(i + k, now - ((i + k) % 2 === 0 ? 100 : 40) * DAY)));
     }
     await seed.close();
     const untouched = async (): Promise<number> =>
-      Number((await sqliteRows(file, "SELECT count(*) AS n FROM reports WHERE client = 'old' AND bodies_expired = 0"))[0]!.n);
+      Number((await rows("SELECT count(*) AS n FROM reports WHERE client = 'old' AND NOT bodies_expired"))[0]!.n);
     expect(await untouched()).toBe(OLD);
 
-    const env = { RELAY_DATA_DIR: dataDir, RELAY_CACHE_URL: 'memory' };
+    const env = store.env;
     const first = await spawnRelay(env);
     const sent = new Map<string, ReturnType<typeof newReport>>();
     let killed = false;
@@ -101,7 +151,7 @@ describe('a crash during retention', () => {
     expect((await first.exited).signal).toBe('SIGKILL');
     expect(sent.size).toBeGreaterThan(0);
     expect(await untouched()).toBeGreaterThan(0);
-    expect(await missingBlobs({ rows: (sql) => sqliteRows(file, sql) })).toEqual([]);
+    expect(await missingBlobs({ rows })).toEqual([]);
 
     // Start again: the pruner finishes its work, and every acknowledged report is there with its bodies.
     const second = await spawnRelay(env);
@@ -112,9 +162,9 @@ describe('a crash during retention', () => {
       expect(await untouched()).toBe(0);
       // And the sweep has taken the old reports' own blobs: what is left is the new reports' and the
       // shared messages they use.
-      const blobs = async (): Promise<number> => Number((await sqliteRows(file, 'SELECT count(*) AS n FROM bodies'))[0]!.n);
+      const blobs = async (): Promise<number> => Number((await rows('SELECT count(*) AS n FROM bodies'))[0]!.n);
       // (the new reports include some written but not acknowledged before the kill)
-      const fresh = Number((await sqliteRows(file, "SELECT count(*) AS n FROM reports WHERE client = 'crash-test'"))[0]!.n);
+      const fresh = Number((await rows("SELECT count(*) AS n FROM reports WHERE client = 'crash-test'"))[0]!.n);
       expect(fresh).toBeGreaterThanOrEqual(sent.size);
       const limit = fresh * 4 + SHARED.length;
       while ((await blobs()) > limit && Date.now() < settle) await new Promise((r) => setTimeout(r, 100));
@@ -127,7 +177,7 @@ describe('a crash during retention', () => {
         expect(got.request.body).toEqual(body.request.body);
         expect(got.response.body).toEqual(body.response.body);
       }
-      expect(await missingBlobs({ rows: (sql) => sqliteRows(file, sql) })).toEqual([]);
+      expect(await missingBlobs({ rows })).toEqual([]);
     } finally {
       second.child.kill('SIGTERM');
       expect(await second.exited).toEqual({ code: 0, signal: null });
