@@ -13,8 +13,19 @@ export interface TestRelay extends Relay {
   close(): Promise<void>;
 }
 
+/** the directories tempDir made while this test file ran */
+const made: string[] = [];
+
+/** A new directory under the system's temp dir, removed once the test file is done (removeTempDirs). */
 export async function tempDir(prefix = 'llm-relay-test-'): Promise<string> {
-  return mkdtemp(join(tmpdir(), prefix));
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  made.push(dir);
+  return dir;
+}
+
+/** Removes every directory tempDir made: run after each test file (test/setup/temp-dirs.ts). */
+export async function removeTempDirs(): Promise<void> {
+  for (const dir of made.splice(0)) await rm(dir, { recursive: true, force: true, maxRetries: 3 });
 }
 
 /** `env` is read as `npm start` reads the environment (e.g. the OTEL_* variables, see traced-relay.ts). */

@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULTS, SETTINGS, flagName, helpText, loadConfig, splitArgv } from '../../src/config.js';
+import { tempDir } from '../helpers/relay.js';
 
 async function configFile(content: unknown): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'relay-config-'));
+  const dir = await tempDir('relay-config-');
   const file = join(dir, 'relay.json');
   await writeFile(file, typeof content === 'string' ? content : JSON.stringify(content));
   return file;
