@@ -8,21 +8,21 @@ import { pathToFileURL } from 'node:url';
 
 const DAY = 86_400_000;
 const T = Date.parse('2025-06-01T00:00:00.000Z');
-/** Messages every round's reports share: stored once, whichever round wrote them first. */
+/** Messages every pass's reports share: stored once, whichever pass wrote them first. */
 const SHARED = Array.from({ length: 40 }, (_, i) => ({ role: 'system', content: `shared prompt ${i}. `.repeat(12) }));
 
-/** Report `i` of pass `round`: a shared prompt, the question of the pass before's report `i` (so a pass
+/** Report `i` of pass `pass`: a shared prompt, the question of the pass before's report `i` (so a pass
  * finds blobs the killed one wrote, merged or in the tail), a question and an answer of its own. */
-export function crashReport(round, i) {
-  const at = new Date(T + round * DAY + i * 1000).toISOString();
-  const question = (r) => ({ role: 'user', content: `round ${r} question ${i}, long enough to be a blob of its own` });
-  const messages = [SHARED[i % SHARED.length], ...(round > 0 ? [question(round - 1)] : []), question(round)];
+export function crashReport(pass, i) {
+  const at = new Date(T + pass * DAY + i * 1000).toISOString();
+  const question = (p) => ({ role: 'user', content: `pass ${p} question ${i}, long enough to be a blob of its own` });
+  const messages = [SHARED[i % SHARED.length], ...(pass > 0 ? [question(pass - 1)] : []), question(pass)];
   return {
-    id: `r${round}-${String(i).padStart(6, '0')}`,
+    id: `r${pass}-${String(i).padStart(6, '0')}`,
     receivedAt: at,
     metadata: { client: 'merge-crash', environment: 'test' },
     request: { timestamp: at, body: { model: 'gpt-4o-mini', messages } },
-    response: { timestamp: at, body: { id: `c${round}-${i}`, choices: [{ index: 0, message: { role: 'assistant', content: `answer ${round}/${i}` } }] } },
+    response: { timestamp: at, body: { id: `c${pass}-${i}`, choices: [{ index: 0, message: { role: 'assistant', content: `answer ${pass}/${i}` } }] } },
     durationMs: 1,
     status: 200,
     model: 'gpt-4o-mini',
@@ -35,7 +35,7 @@ export function crashReport(round, i) {
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const [file, round, mergeAt, slice] = process.argv.slice(2);
+  const [file, pass, mergeAt, slice] = process.argv.slice(2);
   const dist = new URL('../../dist/storage/', import.meta.url);
   const { createSqliteReportStore } = await import(new URL('sqlite-report-store.js', dist).href);
   const { Database } = await import(new URL('sqlite-driver.js', dist).href);
@@ -44,7 +44,7 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const through = look.prepare('SELECT through FROM body_index');
   const started = look.prepare('SELECT EXISTS (SELECT 1 FROM body_hashes WHERE id > (SELECT through FROM body_index)) AS yes');
   for (let i = 0; ; i += 10) {
-    await store.insertMany(Array.from({ length: 10 }, (_, k) => crashReport(Number(round), i + k)));
+    await store.insertMany(Array.from({ length: 10 }, (_, k) => crashReport(Number(pass), i + k)));
     process.stdout.write(`ack ${i} 10\n`);
     if (started.get().yes) {
       process.stdout.write(`merging ${through.get().through}\n`);

@@ -56,6 +56,45 @@ export async function openStore(kind: StoreKind, now?: () => number): Promise<St
   };
 }
 
+/** SQL on a PostgreSQL database, from a client of its own. */
+export async function onDatabase<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Every row `sql` reads from the PostgreSQL database at `url`. */
+export function databaseRows(url: string, sql: string): Promise<Record<string, unknown>[]> {
+  return onDatabase(url, async (c) => (await c.query(sql)).rows as Record<string, unknown>[]);
+}
+
+const databases: string[] = [];
+
+/**
+ * The URL of a new PostgreSQL database of this process's own (dropped by dropDatabases): for a relay process,
+ * whose report store takes the database's public schema.
+ */
+export async function freshDatabase(prefix: string): Promise<string> {
+  await requirePostgres();
+  const name = `${prefix}_${process.pid}_${Date.now()}_${++n}`;
+  await onDatabase(DATABASE_URL, (c) => c.query(`CREATE DATABASE "${name}"`));
+  databases.push(name);
+  const url = new URL(DATABASE_URL);
+  url.pathname = `/${name}`;
+  return url.href;
+}
+
+export async function dropDatabases(): Promise<void> {
+  if (databases.length === 0) return;
+  await onDatabase(DATABASE_URL, async (c) => {
+    for (const db of databases.splice(0)) await c.query(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
+  });
+}
+
 export async function dropSchemas(): Promise<void> {
   if (schemas.length === 0) return;
   const client = new pg.Client({ connectionString: DATABASE_URL });

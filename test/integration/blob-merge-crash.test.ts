@@ -16,7 +16,7 @@ import { tempDir } from '../helpers/relay.js';
 import { missingBlobs, sqliteRows } from '../helpers/report-stores.js';
 
 const WRITER = fileURLToPath(new URL('../helpers/blob-writer.mjs', import.meta.url));
-const report = crashReport as (round: number, i: number) => StoredReport;
+const report = crashReport as (pass: number, i: number) => StoredReport;
 
 const count = async (f: string, sql: string): Promise<number> => Number((await sqliteRows(f, sql))[0]!.n);
 
@@ -75,7 +75,7 @@ describe('a crash in the middle of a blob merge', () => {
     } finally {
       await store.close();
     }
-    // (merges got through, so later rounds found merged blobs as well as tail ones; all they cover is indexed)
+    // (merges got through, so later passes found merged blobs as well as tail ones; all they cover is indexed)
     expect(await count(file, 'SELECT through AS n FROM body_index')).toBeGreaterThan(300);
     expect(
       await count(

@@ -1,47 +1,17 @@
 // A 201 from the reporting endpoint means the report survives a crash: SIGKILL the relay while reports
 // pour in, restart it on the same data dir (and the same PostgreSQL database), and find every acknowledged
 // report. On SQLite the journal's sync stands behind the 201; on PostgreSQL the server's commit.
-import { rm } from 'node:fs/promises';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/relay.js';
 import { spawnRelay } from '../helpers/relay-process.js';
-import { DATABASE_URL, requirePostgres } from '../helpers/servers.js';
+import { databaseRows, dropDatabases, freshDatabase } from '../helpers/report-stores.js';
 
-const dataDirs: string[] = [];
-const databases: string[] = [];
-
-async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: DATABASE_URL });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
-afterAll(async () => {
-  for (const dir of dataDirs) await rm(dir, { recursive: true, force: true });
-  if (databases.length === 0) return;
-  await admin(async (c) => {
-    for (const db of databases) await c.query(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
-  });
-});
+afterAll(dropDatabases);
 
 /** The relay's settings for a report store of this kind: a fresh data dir, and a fresh database on PostgreSQL. */
 async function settings(kind: 'sqlite' | 'postgres'): Promise<Record<string, string>> {
-  const dataDir = await tempDir();
-  dataDirs.push(dataDir);
-  const env = { RELAY_DATA_DIR: dataDir, RELAY_CACHE_URL: 'memory' };
-  if (kind === 'sqlite') return env;
-  await requirePostgres();
-  const name = `relay_durability_${process.pid}_${Date.now()}`;
-  await admin((c) => c.query(`CREATE DATABASE "${name}"`));
-  databases.push(name);
-  const url = new URL(DATABASE_URL);
-  url.pathname = `/${name}`;
-  return { ...env, RELAY_REPORTS_URL: url.href };
+  const env = { RELAY_DATA_DIR: await tempDir(), RELAY_CACHE_URL: 'memory' };
+  return kind === 'sqlite' ? env : { ...env, RELAY_REPORTS_URL: await freshDatabase('relay_durability') };
 }
 
 function report(i: number) {
@@ -106,14 +76,8 @@ describe.each(['sqlite', 'postgres'] as const)('durability (%s reports)', (kind)
       expect(lost).toEqual([]);
       if (kind === 'postgres') {
         // (read back from the database itself: the relay's reads went to PostgreSQL, not to a local file)
-        const client = new pg.Client({ connectionString: env.RELAY_REPORTS_URL });
-        await client.connect();
-        try {
-          const { rows } = await client.query("SELECT count(*)::int AS n FROM reports WHERE client = 'crash-test'");
-          expect(rows[0].n).toBeGreaterThanOrEqual(acknowledged.length);
-        } finally {
-          await client.end();
-        }
+        const rows = await databaseRows(env.RELAY_REPORTS_URL!, "SELECT count(*)::int AS n FROM reports WHERE client = 'crash-test'");
+        expect(rows[0]!.n).toBeGreaterThanOrEqual(acknowledged.length);
       }
     } finally {
       second.child.kill('SIGTERM');

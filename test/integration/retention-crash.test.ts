@@ -4,47 +4,25 @@
 // the bodies it was sent with, and no report with bodies names a blob the store does not hold. On SQLite and
 // on PostgreSQL (a database of its own).
 import { join } from 'node:path';
-import { rm } from 'node:fs/promises';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgresReportStore } from '../../src/storage/postgres-report-store.js';
 import type { ReportStore, StoredReport } from '../../src/storage/report-store.js';
 import { createSqliteReportStore } from '../../src/storage/sqlite-report-store.js';
 import { tempDir } from '../helpers/relay.js';
 import { spawnRelay } from '../helpers/relay-process.js';
-import { missingBlobs, sqliteRows } from '../helpers/report-stores.js';
-import { DATABASE_URL, requirePostgres } from '../helpers/servers.js';
+import { databaseRows, dropDatabases, freshDatabase, missingBlobs, sqliteRows } from '../helpers/report-stores.js';
 
 const DAY = 86_400_000;
 const OLD = 12_000;
 /** Messages that old reports and new ones share: the sweep must not take one a new report uses. */
 const SHARED = Array.from({ length: 50 }, (_, i) => ({ role: 'user', content: `shared question ${i} `.repeat(8) }));
 
-const dataDirs: string[] = [];
-const databases: string[] = [];
-
-async function onServer<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
-afterAll(async () => {
-  for (const dir of dataDirs) await rm(dir, { recursive: true, force: true });
-  if (databases.length === 0) return;
-  await onServer(DATABASE_URL, async (c) => {
-    for (const db of databases) await c.query(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
-  });
-});
+afterAll(dropDatabases);
 
 interface Store {
   /** the relay's settings for it */
   env: Record<string, string>;
-  /** the store itself, its clock `now` */
+  /** the store itself, on the clock `now` */
   open(now: () => number): Promise<ReportStore>;
   rows(sql: string): Promise<Record<string, unknown>[]>;
 }
@@ -52,22 +30,16 @@ interface Store {
 /** A fresh store of this kind: a SQLite file in a new data dir, or a new PostgreSQL database (and a data dir). */
 async function freshStore(kind: 'sqlite' | 'postgres'): Promise<Store> {
   const dataDir = await tempDir();
-  dataDirs.push(dataDir);
   const env = { RELAY_DATA_DIR: dataDir, RELAY_CACHE_URL: 'memory' };
   if (kind === 'sqlite') {
     const file = join(dataDir, 'reports.sqlite');
     return { env, open: async (now) => createSqliteReportStore({ file, now }), rows: (sql) => sqliteRows(file, sql) };
   }
-  await requirePostgres();
-  const name = `relay_retention_crash_${process.pid}_${Date.now()}`;
-  await onServer(DATABASE_URL, (c) => c.query(`CREATE DATABASE "${name}"`));
-  databases.push(name);
-  const url = new URL(DATABASE_URL);
-  url.pathname = `/${name}`;
+  const url = await freshDatabase('relay_retention_crash');
   return {
-    env: { ...env, RELAY_REPORTS_URL: url.href },
-    open: (now) => createPostgresReportStore({ connectionString: url.href, now }),
-    rows: (sql) => onServer(url.href, async (c) => (await c.query(sql)).rows as Record<string, unknown>[]),
+    env: { ...env, RELAY_REPORTS_URL: url },
+    open: (now) => createPostgresReportStore({ connectionString: url, now }),
+    rows: (sql) => databaseRows(url, sql),
   };
 }
 
