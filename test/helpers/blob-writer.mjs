@@ -5,6 +5,7 @@
 //
 //   node test/helpers/blob-writer.mjs FILE PASS MERGE_AT SLICE
 import { pathToFileURL } from 'node:url';
+import { storedReport } from './stored-report.mjs';
 
 const DAY = 86_400_000;
 const T = Date.parse('2025-06-01T00:00:00.000Z');
@@ -17,21 +18,13 @@ export function crashReport(pass, i) {
   const at = new Date(T + pass * DAY + i * 1000).toISOString();
   const question = (p) => ({ role: 'user', content: `pass ${p} question ${i}, long enough to be a blob of its own` });
   const messages = [SHARED[i % SHARED.length], ...(pass > 0 ? [question(pass - 1)] : []), question(pass)];
-  return {
-    id: `r${pass}-${String(i).padStart(6, '0')}`,
-    receivedAt: at,
-    metadata: { client: 'merge-crash', environment: 'test' },
-    request: { timestamp: at, body: { model: 'gpt-4o-mini', messages } },
-    response: { timestamp: at, body: { id: `c${pass}-${i}`, choices: [{ index: 0, message: { role: 'assistant', content: `answer ${pass}/${i}` } }] } },
-    durationMs: 1,
-    status: 200,
-    model: 'gpt-4o-mini',
-    provider: 'openai',
-    usage: null,
-    costUsd: null,
-    requestBytes: 1,
-    responseBytes: 1,
-  };
+  return storedReport(
+    `r${pass}-${String(i).padStart(6, '0')}`,
+    at,
+    { client: 'merge-crash', environment: 'test' },
+    { model: 'gpt-4o-mini', messages },
+    { id: `c${pass}-${i}`, choices: [{ index: 0, message: { role: 'assistant', content: `answer ${pass}/${i}` } }] },
+  );
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -11,6 +11,7 @@ import { createSqliteReportStore } from '../../src/storage/sqlite-report-store.j
 import { tempDir } from '../helpers/relay.js';
 import { spawnRelay } from '../helpers/relay-process.js';
 import { databaseRows, dropDatabases, freshDatabase, missingBlobs, sqliteRows } from '../helpers/report-stores.js';
+import { storedReport } from '../helpers/stored-report.mjs';
 
 const DAY = 86_400_000;
 const OLD = 12_000;
@@ -44,22 +45,13 @@ async function freshStore(kind: 'sqlite' | 'postgres'): Promise<Store> {
 }
 
 function oldReport(i: number, receivedMs: number): StoredReport {
-  const at = new Date(receivedMs).toISOString();
-  return {
-    id: `old-${String(i).padStart(6, '0')}`,
-    receivedAt: at,
-    metadata: { client: 'old', environment: 'crash' },
-    request: { timestamp: at, body: { model: 'gpt-4o-mini', messages: [SHARED[i % SHARED.length], { role: 'user', content: `old ${i}` }] } },
-    response: { timestamp: at, body: { id: `o${i}`, choices: [{ index: 0, message: { role: 'assistant', content: `old answer ${i}` } }] } },
-    durationMs: 1,
-    status: 200,
-    model: 'gpt-4o-mini',
-    provider: 'openai',
-    usage: null,
-    costUsd: null,
-    requestBytes: 1,
-    responseBytes: 1,
-  };
+  return storedReport(
+    `old-${String(i).padStart(6, '0')}`,
+    new Date(receivedMs).toISOString(),
+    { client: 'old', environment: 'crash' },
+    { model: 'gpt-4o-mini', messages: [SHARED[i % SHARED.length], { role: 'user', content: `old ${i}` }] },
+    { id: `o${i}`, choices: [{ index: 0, message: { role: 'assistant', content: `old answer ${i}` } }] },
+  ) as StoredReport;
 }
 
 function newReport(i: number) {
