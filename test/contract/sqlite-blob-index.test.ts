@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { ReportStore, StoredReport } from '../../src/storage/report-store.js';
 import { createSqliteReportStore } from '../../src/storage/sqlite-report-store.js';
 import { Database } from '../../src/storage/sqlite-driver.js';
+import { blobs, count, dangling, through, unindexed } from '../helpers/blob-index-checks.js';
 import { missingBlobs, sqliteRows } from '../helpers/report-stores.js';
 import { tempDir } from '../helpers/relay.js';
 import { makeReport } from './report-fixtures.js';
@@ -30,19 +31,6 @@ function reportAt(id: string, days = 0, own = `the question of ${id}, long enoug
 async function file(): Promise<string> {
   return join(await tempDir('llm-relay-blob-index-'), 'reports.sqlite');
 }
-
-const count = async (f: string, sql: string): Promise<number> => Number((await sqliteRows(f, sql))[0]!.n);
-const blobs = (f: string): Promise<number> => count(f, 'SELECT count(*) AS n FROM bodies');
-/** index entries that name no row, or a row of another hash */
-const dangling = (f: string): Promise<number> =>
-  count(f, 'SELECT count(*) AS n FROM body_hashes h LEFT JOIN bodies b ON b.id = h.id AND b.hash = h.hash WHERE b.id IS NULL');
-const through = async (f: string): Promise<number> => count(f, 'SELECT through AS n FROM body_index');
-/** blobs up to `through` that the hash index does not name (none, whatever happened) */
-const unindexed = (f: string): Promise<number> =>
-  count(
-    f,
-    'SELECT count(*) AS n FROM bodies b WHERE b.id <= (SELECT through FROM body_index) AND NOT EXISTS (SELECT 1 FROM body_hashes h WHERE h.hash = b.hash AND h.id = b.id)',
-  );
 
 async function expectAll(store: ReportStore, sent: StoredReport[]): Promise<void> {
   for (const report of sent) expect(await store.get(report.id)).toEqual(report);

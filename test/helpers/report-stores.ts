@@ -43,16 +43,11 @@ export async function openStore(kind: StoreKind, now?: () => number): Promise<St
   const store = await createPostgresReportStore({ connectionString: DATABASE_URL, schema, ...(now ? { now } : {}) });
   return {
     store,
-    async rows(sql) {
-      const client = new pg.Client({ connectionString: DATABASE_URL });
-      await client.connect();
-      try {
-        await client.query(`SET search_path TO "${schema}"`);
-        return (await client.query(sql)).rows as Record<string, unknown>[];
-      } finally {
-        await client.end();
-      }
-    },
+    rows: (sql) =>
+      onDatabase(DATABASE_URL, async (c) => {
+        await c.query(`SET search_path TO "${schema}"`);
+        return (await c.query(sql)).rows as Record<string, unknown>[];
+      }),
   };
 }
 
@@ -97,13 +92,9 @@ export async function dropDatabases(): Promise<void> {
 
 export async function dropSchemas(): Promise<void> {
   if (schemas.length === 0) return;
-  const client = new pg.Client({ connectionString: DATABASE_URL });
-  await client.connect();
-  try {
-    for (const schema of schemas.splice(0)) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await client.end();
-  }
+  await onDatabase(DATABASE_URL, async (c) => {
+    for (const schema of schemas.splice(0)) await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  });
 }
 
 /**

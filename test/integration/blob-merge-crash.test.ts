@@ -12,13 +12,12 @@ import { describe, expect, it } from 'vitest';
 import type { StoredReport } from '../../src/storage/report-store.js';
 import { createSqliteReportStore } from '../../src/storage/sqlite-report-store.js';
 import { crashReport } from '../helpers/blob-writer.mjs';
+import { count, dangling, mergedAhead, through, unindexed } from '../helpers/blob-index-checks.js';
 import { tempDir } from '../helpers/relay.js';
 import { missingBlobs, sqliteRows } from '../helpers/report-stores.js';
 
 const WRITER = fileURLToPath(new URL('../helpers/blob-writer.mjs', import.meta.url));
 const report = crashReport as (pass: number, i: number) => StoredReport;
-
-const count = async (f: string, sql: string): Promise<number> => Number((await sqliteRows(f, sql))[0]!.n);
 
 /** Runs the writer until its `merge`th merge (1: the first) is under way, then SIGKILLs it; the reports it acknowledged. */
 async function writeUntilKilled(file: string, pass: number, merge: number): Promise<number> {
@@ -52,8 +51,6 @@ describe('a crash in the middle of a blob merge', () => {
   it('loses no acknowledged report, stores no blob twice and leaves no index entry without its row', async () => {
     const file = join(await tempDir('llm-relay-merge-crash-'), 'reports.sqlite');
     const acked: StoredReport[] = [];
-    const underWay = async (): Promise<boolean> =>
-      (await count(file, 'SELECT count(*) AS n FROM body_hashes WHERE id > (SELECT through FROM body_index)')) > 0;
     // Three kills with a merge under way: the first in the first merge, the next (whose writer starts that merge
     // over) in its second, the last in its third. Each writer is a new pass, reusing the pass before's bodies; a
     // kill that landed after its merge had ended (a busy machine) is followed by one more pass.
@@ -61,11 +58,9 @@ describe('a crash in the middle of a blob merge', () => {
       if (pass > 8) throw new Error('no kill landed in the middle of a merge in nine passes');
       const n = await writeUntilKilled(file, pass, kills + 1);
       for (let i = 0; i < n; i++) acked.push(report(pass, i));
-      if (await underWay()) kills++;
+      if ((await mergedAhead(file)) > 0) kills++;
       expect(await count(file, 'SELECT count(*) - count(DISTINCT hash) AS n FROM bodies')).toBe(0);
-      expect(
-        await count(file, 'SELECT count(*) AS n FROM body_hashes h LEFT JOIN bodies b ON b.id = h.id AND b.hash = h.hash WHERE b.id IS NULL'),
-      ).toBe(0);
+      expect(await dangling(file)).toBe(0);
       expect(await missingBlobs({ rows: (sql) => sqliteRows(file, sql) })).toEqual([]);
     }
     // Every acknowledged report whole, from a connection that knows nothing of the writers.
@@ -76,12 +71,7 @@ describe('a crash in the middle of a blob merge', () => {
       await store.close();
     }
     // (merges got through, so later passes found merged blobs as well as tail ones; all they cover is indexed)
-    expect(await count(file, 'SELECT through AS n FROM body_index')).toBeGreaterThan(300);
-    expect(
-      await count(
-        file,
-        'SELECT count(*) AS n FROM bodies b WHERE b.id <= (SELECT through FROM body_index) AND NOT EXISTS (SELECT 1 FROM body_hashes h WHERE h.hash = b.hash AND h.id = b.id)',
-      ),
-    ).toBe(0);
+    expect(await through(file)).toBeGreaterThan(300);
+    expect(await unindexed(file)).toBe(0);
   }, 90_000);
 });
