@@ -53,16 +53,54 @@ export interface UpstreamClient {
  */
 export const IDLE_CONNECTIONS_KEPT = 32;
 
+/** undici's `request` (its `Dispatcher#request`, which undici's index attaches to every dispatcher) */
+type RequestApi = (this: Dispatcher, options: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData>;
+
+/**
+ * The parts of undici the relay calls: the Agent and the request API, loaded from their own modules. undici's
+ * index loads all of undici besides (fetch and its web streams, WebSocket, EventSource, the cache store, the
+ * mock agent): 108–183 ms and ~20 MB of RSS in a bare Node here, against 47–60 ms and ~12 MB for these two, and
+ * all of it happened on a relay's first call upstream. undici 7 publishes no `exports` map, so these paths are
+ * its files; test/unit/upstream/undici-parts.test.ts holds them to the very class and function undici's index
+ * exports, so an upgrade that moves them fails there, not at a user's first call.
+ */
+export const UNDICI_PARTS = {
+  agent: 'undici/lib/dispatcher/agent.js',
+  request: 'undici/lib/api/api-request.js',
+} as const;
+
+export async function loadUndiciParts(proxied: boolean): Promise<{
+  Agent: typeof Agent;
+  EnvHttpProxyAgent: typeof EnvHttpProxyAgent | undefined;
+  request: RequestApi;
+}> {
+  // Behind a proxy the environment names, undici's index is loaded whole: its proxy agent opens the tunnel
+  // with a dispatcher's `connect`, one of the API methods the index attaches to every dispatcher.
+  const [agentModule, requestModule, whole] = await Promise.all([
+    import(UNDICI_PARTS.agent),
+    import(UNDICI_PARTS.request),
+    proxied ? import('undici') : undefined,
+  ]);
+  return {
+    Agent: (agentModule as { default: typeof Agent }).default,
+    EnvHttpProxyAgent: whole?.EnvHttpProxyAgent,
+    request: (requestModule as { default: RequestApi }).default,
+  };
+}
+
 export function createUpstreamClient(opts: UpstreamOptions): UpstreamClient {
   // undici is loaded with the first call upstream: a relay that only answers from its cache never needs it.
   let agent: Agent | EnvHttpProxyAgent | undefined;
   let loading: Promise<Agent | EnvHttpProxyAgent> | undefined;
   let newAgent: (() => Agent | EnvHttpProxyAgent) | undefined;
+  let request: RequestApi | undefined;
   /** pools let go by releaseIdle, closing once their running calls are done */
   const retired = new Set<Promise<void>>();
   const agentOf = (): Agent | EnvHttpProxyAgent | Promise<Agent | EnvHttpProxyAgent> =>
     agent ??
-    (loading ??= import('undici').then(({ Agent, EnvHttpProxyAgent }) => {
+    (loading ??= loadUndiciParts(opts.proxy !== undefined).then((parts) => {
+      const { Agent, EnvHttpProxyAgent } = parts;
+      request = parts.request;
       const options = {
         connect: { timeout: opts.connectTimeoutMs },
         headersTimeout: opts.headersTimeoutMs,
@@ -71,9 +109,10 @@ export function createUpstreamClient(opts: UpstreamOptions): UpstreamClient {
       };
       const proxy = opts.proxy;
       // '' where the environment named no proxy: undici would otherwise read the variables itself
-      newAgent = proxy
-        ? () => new EnvHttpProxyAgent({ ...options, httpProxy: proxy.httpProxy ?? '', httpsProxy: proxy.httpsProxy ?? '', noProxy: proxy.noProxy })
-        : () => new Agent(options);
+      newAgent =
+        proxy && EnvHttpProxyAgent
+          ? () => new EnvHttpProxyAgent({ ...options, httpProxy: proxy.httpProxy ?? '', httpsProxy: proxy.httpsProxy ?? '', noProxy: proxy.noProxy })
+          : () => new Agent(options);
       agent = newAgent();
       return agent;
     }));
@@ -81,7 +120,8 @@ export function createUpstreamClient(opts: UpstreamOptions): UpstreamClient {
   return {
     async request(req) {
       try {
-        const res = await (agent ?? (await agentOf())).request({
+        const to = agent ?? (await agentOf());
+        const res = await request!.call(to, {
           origin: req.origin,
           path: req.path,
           method: req.method as Dispatcher.HttpMethod,
