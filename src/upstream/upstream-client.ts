@@ -93,14 +93,15 @@ export function createUpstreamClient(opts: UpstreamOptions): UpstreamClient {
   let agent: Agent | EnvHttpProxyAgent | undefined;
   let loading: Promise<Agent | EnvHttpProxyAgent> | undefined;
   let newAgent: (() => Agent | EnvHttpProxyAgent) | undefined;
-  let request: RequestApi | undefined;
+  /** undici's request API, called on the agent (set with it) */
+  let requestApi: RequestApi | undefined;
   /** pools let go by releaseIdle, closing once their running calls are done */
   const retired = new Set<Promise<void>>();
   const agentOf = (): Agent | EnvHttpProxyAgent | Promise<Agent | EnvHttpProxyAgent> =>
     agent ??
     (loading ??= loadUndiciParts(opts.proxy !== undefined).then((parts) => {
       const { Agent, EnvHttpProxyAgent } = parts;
-      request = parts.request;
+      requestApi = parts.request;
       const options = {
         connect: { timeout: opts.connectTimeoutMs },
         headersTimeout: opts.headersTimeoutMs,
@@ -121,7 +122,7 @@ export function createUpstreamClient(opts: UpstreamOptions): UpstreamClient {
     async request(req) {
       try {
         const to = agent ?? (await agentOf());
-        const res = await request!.call(to, {
+        const res = await requestApi!.call(to, {
           origin: req.origin,
           path: req.path,
           method: req.method as Dispatcher.HttpMethod,
