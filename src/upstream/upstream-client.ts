@@ -64,7 +64,7 @@ type RequestApi = (this: Dispatcher, options: Dispatcher.RequestOptions) => Prom
  * its files; test/unit/upstream/undici-parts.test.ts holds them to the very class and function undici's index
  * exports, so an upgrade that moves them fails there, not at a user's first call.
  */
-export const UNDICI_PARTS = {
+const UNDICI_PARTS = {
   agent: 'undici/lib/dispatcher/agent.js',
   request: 'undici/lib/api/api-request.js',
 } as const;
