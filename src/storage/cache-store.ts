@@ -25,6 +25,11 @@ export interface CacheStore {
    * timeout could never fire before it: callers need not arm one.
    */
   readonly readsInProcess: boolean;
+  /**
+   * A get() issued once set() has returned sees the record (the store keeps what it has yet to write in
+   * memory and reads it from there), so callers need not keep their own copy of the entries being written.
+   */
+  readonly setsSeenAtOnce: boolean;
   /** The record, or undefined when absent or expired. Rejects with StoreUnavailableError when the backend fails. */
   get(key: string): Promise<CacheRecord | undefined>;
   /** Insert or replace. */

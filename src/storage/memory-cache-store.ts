@@ -91,6 +91,8 @@ export function createMemoryCacheStore(opts: MemoryCacheStoreOptions): CacheStor
   return {
     kind: 'memory',
     readsInProcess: true,
+    // keyv's set awaits before its LRU holds the record
+    setsSeenAtOnce: false,
 
     get: (key) =>
       run(async () => {

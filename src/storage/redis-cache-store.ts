@@ -194,6 +194,7 @@ export async function createRedisCacheStore(opts: RedisCacheStoreOptions): Promi
   return {
     kind: 'redis',
     readsInProcess: false,
+    setsSeenAtOnce: false,
     redis: { client, keyPrefix: `${namespace}:`, entryKey: (key) => `${prefix}${key}` },
 
     async get(key) {

@@ -380,7 +380,13 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     return evict(rowid, at, bytes);
   };
 
-  const pendingSets = new Map<string, CacheRecord>();
+  /**
+   * Replaced, not cleared, at each commit: V8's Map#clear leaves the old hash table pointing at every record
+   * it held (for iterators still on it), and once V8 has moved that table to its old generation, those
+   * records, each an answer's whole text, stay alive until a full collection (measured: ~6 KB a streamed miss
+   * moved to the old generation, see docs/benchmarks.md).
+   */
+  let pendingSets = new Map<string, CacheRecord>();
   /** characters of the pending sets' values */
   let pendingChars = 0;
   let setWaiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
@@ -403,7 +409,7 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
     quiet.cancel();
     const records = [...pendingSets.values()];
     const waiters = setWaiters;
-    pendingSets.clear();
+    pendingSets = new Map();
     pendingChars = 0;
     setWaiters = [];
     const before = totalBytes;
@@ -459,6 +465,8 @@ export function createSqliteCacheStore(opts: SqliteCacheStoreOptions): CacheStor
   return {
     kind: 'sqlite',
     readsInProcess: true,
+    // set() puts the record among the pending sets before it returns; get() reads those first
+    setsSeenAtOnce: true,
 
     get: (key) =>
       byKey(() => {

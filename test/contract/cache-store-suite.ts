@@ -114,6 +114,20 @@ export function cacheStoreSuite(
       expect(order).toEqual(['hit', 'miss']);
     });
 
+    it('shows a set to the next get before the set settles, exactly when it says so', async () => {
+      const store = await open();
+      // The cache service keeps no copy of the entries being written for such a store: it must never need one.
+      expect(store.setsSeenAtOnce).toBe(store.kind === 'sqlite');
+      if (!store.setsSeenAtOnce) return;
+      const stored = record();
+      let settled = false;
+      const writing = store.set(stored).then(() => (settled = true));
+      expect(await store.get(stored.key)).toEqual(stored);
+      expect(settled).toBe(false);
+      await writing;
+      expect(await store.get(stored.key)).toEqual(stored);
+    });
+
     it('returns exactly the record it stored', async () => {
       const store = await open();
       const stored = record();
