@@ -11,7 +11,9 @@
 //                            through the floor (bench/reference-proxy.mjs --kind http: node:http + undici)
 //   storage                  conversations.mjs 30 15: the data dir against the distinct content
 //   durable reports/s        50 clients posting reports through the direct API, this checkout against
-//                            --before DIR (another checkout, built), interleaved rounds
+//                            --before DIR (another checkout, built), interleaved rounds, with two floors:
+//                            report-floor.mjs as it is (nothing kept) and --durable (each turn's bodies
+//                            appended to a file and fdatasync'd before their 201s)
 //
 // Prints the section and writes it into bench/results.md (its own part of the file). It does not build:
 // `npm run bench:cost` builds first.
@@ -345,9 +347,14 @@ const REPORT = JSON.stringify({
   },
 });
 
-/** reports/s of bench/report-floor.mjs under the same load: what the machine allows at all */
-async function floorPerSecond() {
-  const child = spawn(process.execPath, [path.join(BENCH_DIR, 'report-floor.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
+/**
+ * reports/s of bench/report-floor.mjs under the same load: what the machine allows at all; with `journal` (a
+ * file), the floor of a durable service (--durable: each turn's bodies appended to it and fdatasync'd before
+ * their 201s — no validation, derivation, store or worker)
+ */
+async function floorPerSecond(journal) {
+  const args = [path.join(BENCH_DIR, 'report-floor.mjs'), ...(journal ? ['--durable', journal] : [])];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     const url = await new Promise((resolve, reject) => {
       child.once('error', reject);
@@ -357,6 +364,7 @@ async function floorPerSecond() {
     return await postReports(url, child.pid);
   } finally {
     child.kill('SIGTERM');
+    if (journal) rmSync(journal, { force: true });
   }
 }
 
@@ -408,7 +416,8 @@ async function reportsPerSecond(dir) {
 }
 if (!skip.has('reports')) {
   const dirs = [...(values.before ? [['before', path.resolve(values.before)]] : []), ['this checkout', ROOT]];
-  const got = new Map([...dirs.map(([name]) => [name, []]), ['floor', []]]);
+  const got = new Map([...dirs.map(([name]) => [name, []]), ['floor', []], ['durable floor', []]]);
+  const journalDir = mkdtempSync(path.join(os.tmpdir(), 'relay-cost-journal-'));
   for (let r = 1; r <= rounds; r++) {
     for (const [name, dir] of dirs) {
       log(`reports/s: round ${r}, ${name}`);
@@ -416,7 +425,10 @@ if (!skip.has('reports')) {
     }
     log(`reports/s: round ${r}, floor (bench/report-floor.mjs)`);
     got.get('floor').push(await floorPerSecond());
+    log(`reports/s: round ${r}, durable floor (bench/report-floor.mjs --durable)`);
+    got.get('durable floor').push(await floorPerSecond(path.join(journalDir, 'journal')));
   }
+  rmSync(journalDir, { recursive: true, force: true });
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const lines = [
     '| relay | commit | durable reports/s (median) | rounds | its CPU, cores (median) | machine idle, cores (median) | non-2xx |',
@@ -428,12 +440,17 @@ if (!skip.has('reports')) {
   for (const [name, dir] of dirs) lines.push(row(name, commitOf(dir), got.get(name)));
   const floor = got.get('floor');
   lines.push(row('floor: node:http + JSON.parse + 201, nothing kept (bench/report-floor.mjs)', '—', floor));
+  const durableFloor = got.get('durable floor');
+  lines.push(row("durable floor: the same + each turn's bodies appended to a file and fdatasync'd before their 201s (report-floor.mjs --durable)", '—', durableFloor));
   if (values.before) {
     const r = median(got.get('this checkout').map((x) => x.rps)) / median(got.get('before').map((x) => x.rps));
     targets.push({ what: 'durable reports/s against before', value: `${fmt(r)}×`, limit: '≥ 2×', verdict: Number.isFinite(r) ? (r >= 2 ? 'PASS' : 'FAIL') : '—' });
     // where the target stands against the floor: 2× before, as a share of what a server that keeps nothing does
     const f = median(floor.map((x) => x.rps)) / median(got.get('before').map((x) => x.rps));
     targets.push({ what: 'the floor (report-floor.mjs) against before', value: `${fmt(f)}×`, limit: '(the most any relay could reach)', verdict: '—' });
+    // …and of a server that keeps what it acknowledges, as cheaply as one can here (no validation, derivation, store)
+    const d = median(durableFloor.map((x) => x.rps)) / median(got.get('before').map((x) => x.rps));
+    targets.push({ what: 'the durable floor (report-floor.mjs --durable) against before', value: `${fmt(d)}×`, limit: '(the most any durable relay could reach)', verdict: '—' });
   }
   sections.push(
     '### Durable reports/s (50 clients posting to `/api/reporting/v2/request`, 5 s after 2 s warm-up, SQLite)',
