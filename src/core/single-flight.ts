@@ -54,24 +54,38 @@ class RunningFlight<T, L> implements Flight<T, L> {
   }
 }
 
+/**
+ * What the map of flights holds: the flight until it settles, then nothing. A Map that takes and lets go of an
+ * entry per call leaves its earlier hash tables behind as it grows and shrinks, each still pointing at the
+ * entries it had (V8 keeps them for iterators); once such a table is in V8's old generation, what it points
+ * at lives until a full collection. A flight points at its live answer, and that at the whole exchange (its
+ * closures, request, response and copy): ~16 KB a streamed miss moved to the old generation, measured
+ * (docs/benchmarks.md). Through a slot emptied at settle, a table left behind holds a few bytes.
+ */
+interface Slot<T, L> {
+  flight: RunningFlight<T, L> | undefined;
+}
+
 export function createSingleFlight<T, L = never>(): SingleFlight<T, L> {
-  const flights = new Map<string, RunningFlight<T, L>>();
+  const flights = new Map<string, Slot<T, L>>();
   return {
     join(key) {
-      const flight = flights.get(key);
+      const flight = flights.get(key)?.flight;
       if (flight) flight.joined = true;
       return flight;
     },
     lead(key) {
       const flight = new RunningFlight<T, L>();
-      flights.set(key, flight);
+      const slot: Slot<T, L> = { flight };
+      flights.set(key, slot);
       let settled = false;
       return {
         publish: (live) => flight.start(live),
         settle(result) {
           if (settled) return;
           settled = true;
-          if (flights.get(key) === flight) flights.delete(key);
+          if (flights.get(key) === slot) flights.delete(key);
+          slot.flight = undefined;
           flight.settle(result);
         },
       };
