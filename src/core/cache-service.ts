@@ -59,6 +59,12 @@ export function createCacheService(opts: CacheServiceOptions): CacheService {
   // the store's write latency: a second identical call right after the first one ended is a HIT.
   const writing = new Map<string, CacheRecord>();
 
+  /**
+   * A store call with store failures as the one 503 error; bounded in time unless the store works in process
+   * (it answers before any timer could fire: no timer and promise race to arm for it on every call).
+   */
+  const guarded = <T>(op: Promise<T>): Promise<T> => (store.readsInProcess ? unavailableAs503(op) : bounded(op, timeoutMs));
+
   function parse(key: string, value: string): Parsed | undefined {
     const memo = parsedMemo.get(key);
     if (memo && memo.value === value) return memo;
@@ -78,12 +84,10 @@ export function createCacheService(opts: CacheServiceOptions): CacheService {
     async lookup(namespace, hash) {
       const key = storedKey(namespace, hash);
       const pending = writing.get(key);
-      // A store that reads in process answers before any timer could fire: no timer and promise race to
-      // arm for it on every lookup.
       const record =
         pending && pending.expiresAt > now()
           ? pending
-          : await (store.readsInProcess ? unavailableAs503(store.get(key)) : bounded(store.get(key), timeoutMs));
+          : await guarded(store.get(key));
       if (!record) return undefined;
       const parsed = parse(key, record.value);
       if (!parsed) return undefined;
@@ -96,16 +100,16 @@ export function createCacheService(opts: CacheServiceOptions): CacheService {
       const value = encodeAnswer(answer);
       if (Buffer.byteLength(value) > opts.maxEntryBytes) return { hash, stored: false, expiresAt };
       const record = { key: storedKey(namespace, hash), value, createdAt, expiresAt };
-      // A store that shows its pending sets at once needs no copy here, and one that works in process no
-      // timer. Not keeping one matters: a record in this long-lived Map outlived its write in the Map's old
-      // tables and was moved to V8's old generation with its whole text (docs/benchmarks.md).
+      // A store that shows its pending sets at once needs no copy here. Not keeping one matters: a record in
+      // this long-lived Map outlived its write in the Map's old tables and was moved to V8's old generation
+      // with its whole text (docs/benchmarks.md).
       if (store.setsSeenAtOnce) {
-        await (store.readsInProcess ? unavailableAs503(store.set(record)) : bounded(store.set(record), timeoutMs));
+        await guarded(store.set(record));
         return { hash, stored: true, expiresAt };
       }
       writing.set(record.key, record);
       try {
-        await bounded(store.set(record), timeoutMs);
+        await guarded(store.set(record));
       } finally {
         if (writing.get(record.key) === record) writing.delete(record.key);
       }
