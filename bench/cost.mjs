@@ -398,6 +398,9 @@ async function postReports(base, pid) {
   const seconds = (all1 - all0) / CLOCK_TICKS / os.cpus().length;
   return {
     rps: r['2xx'] / 5,
+    // how long a client waited for its 201: under 50 clients, a durable service's tail is its longest stall
+    p50: r.latency.p50,
+    p99: r.latency.p99,
     errors: r.non2xx + r.errors,
     cores: cpu0 !== undefined && cpu1 !== undefined ? (cpu1 - cpu0) / 1000 / seconds : NaN,
     idle: (idle1 - idle0) / CLOCK_TICKS / seconds,
@@ -431,12 +434,13 @@ if (!skip.has('reports')) {
   rmSync(journalDir, { recursive: true, force: true });
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const lines = [
-    '| relay | commit | durable reports/s (median) | rounds | its CPU, cores (median) | machine idle, cores (median) | non-2xx |',
-    '|---|---|--:|---|--:|--:|--:|',
+    '| relay | commit | durable reports/s (median) | rounds | its CPU, cores (median) | machine idle, cores (median) | latency p50 / p99, ms (median) | non-2xx |',
+    '|---|---|--:|---|--:|--:|--:|--:|',
   ];
   const row = (name, commit, runs) =>
     `| ${name} | ${commit} | ${Math.round(median(runs.map((x) => x.rps))).toLocaleString('en')} | ${runs.map((x) => Math.round(x.rps)).join(', ')} | ` +
-    `${fmt(median(runs.map((x) => x.cores)))} | ${fmt(median(runs.map((x) => x.idle)))} | ${runs.reduce((s, x) => s + x.errors, 0)} |`;
+    `${fmt(median(runs.map((x) => x.cores)))} | ${fmt(median(runs.map((x) => x.idle)))} | ${median(runs.map((x) => x.p50))} / ${median(runs.map((x) => x.p99))} | ` +
+    `${runs.reduce((s, x) => s + x.errors, 0)} |`;
   for (const [name, dir] of dirs) lines.push(row(name, commitOf(dir), got.get(name)));
   const floor = got.get('floor');
   lines.push(row('floor: node:http + JSON.parse + 201, nothing kept (bench/report-floor.mjs)', '—', floor));
@@ -457,7 +461,7 @@ if (!skip.has('reports')) {
     '',
     ...lines,
     '',
-    `CPU: the server's own (all threads), in cores of the ${os.cpus().length}; idle: what the machine left unused meanwhile (with iowait). The load generator runs in this process, on the same cores.`,
+    `CPU: the server's own (all threads), in cores of the ${os.cpus().length}; idle: what the machine left unused meanwhile (with iowait). The load generator runs in this process, on the same cores. Latency: autocannon's, from a request sent to its 201 (ms).`,
     '',
   );
 }
