@@ -5,6 +5,10 @@
 // then reach the store in batches: a report nobody waits on (a proxied call's, or one the journal already
 // holds) may wait up to `lazyMs` for others, so a busy relay writes its pages once per batch of hundreds,
 // not once per handful. `flush` (reads call it first) writes everything at once.
+// A store that writes on this thread (SQLite: `slice`) takes a long queue that holds durable writes a slice
+// at a time, with a turn of the thread's event loop between slices, so that durable writes arriving meanwhile
+// are journaled and acknowledged instead of waiting behind the whole insert; the slices commit without a sync of their own,
+// and the drain's last write commits durably for them all (only then is the journal emptied).
 // When the store fails, batches go to the outbox file instead (durable too), and every later report follows
 // them there until a delivery loop has handed the whole outbox to the store, in order. Only a report that
 // neither the store nor the outbox took is dropped (and counted); a journaled one stays in the journal and
@@ -25,6 +29,11 @@ export interface ReportWriterOptions {
   /** how long a report nobody waits on may wait to be written with others (0: at once) */
   lazyMs?: number;
   batchMax: number;
+  /**
+   * For a store that writes on this thread: a queue longer than this is written this many at a time, with a
+   * turn of the event loop between the writes (0 or absent: whole batches)
+   */
+  slice?: number;
   /** wait between delivery attempts while the store is down */
   retryMs: number;
   onStoreError?: (err: unknown) => void;
@@ -73,6 +82,9 @@ interface Queued {
   /** its write waits for the store (resolved once there); absent when it was acknowledged already */
   settle?: { resolve: () => void; reject: (err: unknown) => void; durable: boolean };
 }
+
+/** With `slice`: most reports one drain writes in slices, in batches of batchMax. */
+const SLICED_BATCHES = 4;
 
 export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
   const { store, outbox, journal } = opts;
@@ -173,37 +185,75 @@ export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
     startDelivery();
   }
 
-  /** Writes the queue in batches; `force` (the lazy window is over, or a flush) writes what is not due too. */
+  /** Reports a slice wrote without a sync that wait for the drain's durable write (see `slice`). */
+  let unsynced: Queued[] = [];
+
+  /** Whether a queued report's write must be durable before it counts as done. */
+  const needsSync = (q: Queued): boolean => q.journaled || q.settle?.durable === true;
+
+  /** These reports are durable in the store (or the outbox): their writes are done. */
+  function settled(batch: Queued[]): void {
+    journaledOutstanding -= batch.filter((q) => q.journaled).length;
+    if (journal && journaledOutstanding === 0 && journal.depth > 0) journal.clear();
+    for (const q of batch) q.settle?.resolve();
+  }
+
+  /**
+   * Writes the queue in batches; `force` (the lazy window is over, or a flush) writes what is not due too.
+   * With `slice`, a queue longer than a slice, while durable writes wait on the store, goes a slice at a time,
+   * each followed by a turn of the event loop; at most SLICED_BATCHES batches' worth so in one drain, so that its durable write comes even while
+   * reports keep arriving as fast as slices go.
+   */
   async function drain(force = false): Promise<void> {
     soon?.();
     soon = undefined;
     clearTimeout(lazyTimer);
     lazyTimer = undefined;
+    const slice = opts.slice ?? 0;
+    let sliced = 0;
     while (queue.length > 0 && !inFlight) {
       if (!force && !due()) {
         scheduleStore();
         return;
       }
-      const batch = queue.slice(0, opts.batchMax);
+      // (only while someone waits on a durable write: reports nobody waits on go whole, a commit a batch)
+      const waited = journaledOutstanding > 0 || urgent > 0;
+      const slicing = slice > 0 && waited && queue.length > slice && sliced < SLICED_BATCHES * opts.batchMax;
+      const batch = queue.slice(0, slicing ? slice : opts.batchMax);
       queue = queue.slice(batch.length);
       for (const q of batch) if (q.settle?.durable) urgent--;
-      const journaled = batch.filter((q) => q.journaled).length;
-      const durable = journaled > 0 || batch.some((q) => q.settle?.durable);
+      // A slice commits without a sync; the write after it syncs for it too.
+      const durable = !slicing && (unsynced.length > 0 || batch.some(needsSync));
       inFlight = writeBatch(
         batch.map((q) => q.report),
         durable,
       ).then(
         () => {
-          journaledOutstanding -= journaled;
-          if (journal && journaledOutstanding === 0 && journal.depth > 0) journal.clear();
-          for (const q of batch) q.settle?.resolve();
+          if (durable) {
+            const done = unsynced.length > 0 ? [...unsynced, ...batch] : batch;
+            unsynced = [];
+            return settled(done);
+          }
+          for (const q of batch) {
+            if (needsSync(q)) unsynced.push(q);
+            else q.settle?.resolve();
+          }
         },
         (err: unknown) => {
-          // A journaled report is not lost: the journal keeps it for the next start.
-          dropped += batch.length - journaled;
+          // A journaled report is not lost: the journal keeps it for the next start. (Reports of slices
+          // written before stay unsynced: the next durable write settles them.)
+          dropped += batch.filter((q) => !q.journaled).length;
           for (const q of batch) q.settle?.reject(err);
         },
       );
+      if (slicing) {
+        sliced += batch.length;
+        // The rest of this drain goes on after the turn, due or not: its slices wait for the durable write.
+        // (inFlight stays set through the turn: nothing else starts a drain meanwhile.)
+        force = true;
+        const written = inFlight;
+        inFlight = written.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
+      }
       await inFlight;
       inFlight = undefined;
     }

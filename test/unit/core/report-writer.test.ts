@@ -202,6 +202,84 @@ describe('report writer with a journal and a write delay', () => {
   });
 });
 
+describe('report writer in slices (a store that writes on the writer\'s own thread)', () => {
+  /** A store whose insert holds the thread, as SQLite's does: no turn of the event loop inside a write. */
+  function blockingStore(onInsert?: (reports: StoredReport[]) => void) {
+    const rows = new Map<string, StoredReport>();
+    const batches: number[] = [];
+    const durable: boolean[] = [];
+    const store = {
+      kind: 'test',
+      async insertMany(reports: StoredReport[], opts?: { durable?: boolean }) {
+        onInsert?.(reports);
+        batches.push(reports.length);
+        durable.push(opts?.durable !== false);
+        for (const r of reports) if (!rows.has(r.id)) rows.set(r.id, r);
+      },
+    } as unknown as ReportStore;
+    return { store, rows, batches, durable };
+  }
+
+  it('acknowledges a write that arrives during a long insert after the first slice; the slices commit unsynced, the last write durably, and only then is the journal emptied', async () => {
+    const dir = await tempDir();
+    dirs.push(dir);
+    const { journal } = openReportJournal(join(dir, 'reports.journal'));
+    const depths: number[] = [];
+    let late: Promise<void> | undefined;
+    let writtenWhenAcknowledged: number | undefined;
+    let w: ReturnType<typeof createReportWriter>;
+    const s = blockingStore(() => {
+      depths.push(journal.depth);
+      late ??= w.write(report(100)).then(() => {
+        writtenWhenAcknowledged = s.rows.size;
+      });
+    });
+    w = createReportWriter({ store: s.store, journal, flushMs: 0, lazyMs: 10_000, batchMax: 100, slice: 4, retryMs: 10 });
+    await Promise.all(Array.from({ length: 10 }, (_, i) => w.write(report(i))));
+    await w.flush();
+    await late;
+    // acknowledged (journaled) after the first slice, not after the whole queue
+    expect(writtenWhenAcknowledged).toBe(4);
+    expect(s.batches).toEqual([4, 4, 3]);
+    expect(s.durable).toEqual([false, false, true]);
+    expect(depths).toEqual([10, 11, 11]);
+    expect(journal.depth).toBe(0);
+    expect(s.rows.size).toBe(11);
+    await w.close();
+    journal.close();
+  });
+
+  it('resolves a durable write only with the durable write after its slice', async () => {
+    const s = blockingStore();
+    const w = createReportWriter({ store: s.store, flushMs: 0, lazyMs: 10_000, batchMax: 100, slice: 2, retryMs: 10 });
+    const seen: number[][] = [];
+    await Promise.all(Array.from({ length: 5 }, (_, i) => w.write(report(i)).then(() => seen.push([...s.batches]))));
+    expect(s.batches).toEqual([2, 2, 1]);
+    expect(s.durable).toEqual([false, false, true]);
+    expect(seen).toEqual(Array.from({ length: 5 }, () => [2, 2, 1]));
+    await w.close();
+  });
+
+  it('writes reports nobody waits on in whole batches, without turns or a sync', async () => {
+    const s = blockingStore();
+    const w = createReportWriter({ store: s.store, flushMs: 0, lazyMs: 10_000, batchMax: 100, slice: 4, retryMs: 10 });
+    for (let i = 0; i < 10; i++) w.add(report(i));
+    await w.flush();
+    expect(s.batches).toEqual([10]);
+    expect(s.durable).toEqual([false]);
+    await w.close();
+  });
+
+  it('writes a short queue whole, as without slices', async () => {
+    const s = blockingStore();
+    const w = createReportWriter({ store: s.store, flushMs: 0, lazyMs: 10_000, batchMax: 100, slice: 8, retryMs: 10 });
+    await Promise.all(Array.from({ length: 8 }, (_, i) => w.write(report(i))));
+    expect(s.batches).toEqual([8]);
+    expect(s.durable).toEqual([true]);
+    await w.close();
+  });
+});
+
 describe('a report the store refuses while it is up', () => {
   it('is set aside in the quarantine file instead of blocking the reports behind it', async () => {
     const dir = await tempDir();
