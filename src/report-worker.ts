@@ -146,7 +146,8 @@ const opened = settings.reportsUrl === 'sqlite' ? openReportJournal(settings.jou
 /**
  * SQLite inserts on this thread: a batch of hundreds held every 201 behind it for ~17 ms (the direct API's p99
  * under 50 clients twice adeeb7e's). In slices of this many, with a turn between them, the journal's groups are
- * acknowledged while a batch that holds journaled reports is written (docs/benchmarks.md). PostgreSQL's inserts wait on its server, not here.
+ * acknowledged while a batch that holds journaled reports is written (docs/benchmarks.md). PostgreSQL's
+ * inserts wait on its server, not on this thread.
  */
 const SQLITE_SLICE = 64;
 let lastStoreError = 0;
