@@ -7,8 +7,9 @@
 // not once per handful. `flush` (reads call it first) writes everything at once.
 // A store that writes on this thread (SQLite: `slice`) takes a long queue that holds durable writes a slice
 // at a time, with a turn of the thread's event loop between slices, so that durable writes arriving meanwhile
-// are journaled and acknowledged instead of waiting behind the whole insert; the slices commit without a sync of their own,
-// and the drain's last write commits durably for them all (only then is the journal emptied).
+// are journaled and acknowledged instead of waiting behind the whole insert; the slices commit without a
+// sync of their own, and the drain's last write commits durably for them all (only then is the journal
+// emptied).
 // When the store fails, batches go to the outbox file instead (durable too), and every later report follows
 // them there until a delivery loop has handed the whole outbox to the store, in order. Only a report that
 // neither the store nor the outbox took is dropped (and counted); a journaled one stays in the journal and
@@ -200,9 +201,9 @@ export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
 
   /**
    * Writes the queue in batches; `force` (the lazy window is over, or a flush) writes what is not due too.
-   * With `slice`, a queue longer than a slice, while durable writes wait on the store, goes a slice at a time,
-   * each followed by a turn of the event loop; at most SLICED_BATCHES batches' worth so in one drain, so that its durable write comes even while
-   * reports keep arriving as fast as slices go.
+   * With `slice`, a queue longer than a slice that holds durable writes goes a slice at a time, each followed
+   * by a turn of the event loop; at most SLICED_BATCHES batches' worth so in one drain, so that its durable
+   * write comes even while reports keep arriving as fast as slices go.
    */
   async function drain(force = false): Promise<void> {
     soon?.();
@@ -216,9 +217,12 @@ export function createReportWriter(opts: ReportWriterOptions): ReportWriter {
         scheduleStore();
         return;
       }
-      // (only while someone waits on a durable write: reports nobody waits on go whole, a commit a batch)
-      const waited = journaledOutstanding > 0 || urgent > 0;
-      const slicing = slice > 0 && waited && queue.length > slice && sliced < SLICED_BATCHES * opts.batchMax;
+      // (only while a durable write waits on it: reports nobody waits on go whole, a commit a batch)
+      const slicing =
+        slice > 0 &&
+        queue.length > slice &&
+        sliced < SLICED_BATCHES * opts.batchMax &&
+        (unsynced.length > 0 || queue.some(needsSync));
       const batch = queue.slice(0, slicing ? slice : opts.batchMax);
       queue = queue.slice(batch.length);
       for (const q of batch) if (q.settle?.durable) urgent--;
