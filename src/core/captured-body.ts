@@ -9,7 +9,8 @@
 // the blocks themselves (parts: the report's batch copies them in, the cache entry decodes them), so a
 // thousand streams ending together do not each make a joined copy while their blocks wait for a full
 // collection. Past `limit` bytes the copy is dropped (the answer is still served, just not stored) and
-// only the size is kept.
+// only the size is kept. An SSE stream's copy (`events`) keeps its first 4 KB so, and each event after them
+// as what it changes in the one before (EventCapture): a few dozen bytes where the event was a few hundred.
 export interface CapturedBody {
   add(chunk: Buffer): void;
   readonly size: number;
@@ -91,6 +92,237 @@ class Capture implements CapturedBody {
   }
 }
 
-export function captureBody(limit: number): CapturedBody {
-  return new Capture(limit);
+/** An SSE event ends at a blank line. */
+const LF = 0x0a;
+/**
+ * The first bytes of a stream are kept as they came: below this a stream's copy was one block anyway, and the
+ * comparisons (~0.3 µs an event) are spent only where a copy grows.
+ */
+const PLAIN_UNTIL = 4096;
+/** Delta blocks start smaller: a stream's events cost a few dozen bytes each in them. */
+const SMALLEST_DELTA_BLOCK = 1024;
+
+/**
+ * A copy of an SSE stream kept as each event's difference from the one before: the bytes it shares with the
+ * previous event at its start and at its end are counted, not copied, and only what lies between is kept. A
+ * provider repeats its whole envelope in every event (an OpenAI chunk: ~150 bytes of id, object, created,
+ * model and choice around a few characters of text), so a stream's copy is a fraction of its bytes while it
+ * runs. A unit is what lies between blank lines ("\n\n") within a chunk, or the rest of a chunk; an event
+ * split across chunks, or a body that is not SSE at all, is kept whole in more units, never lost.
+ *
+ * Each unit is written as three LEB128 numbers (the prefix it shares, the suffix it shares, the length of
+ * what lies between) followed by those bytes. The copy is rebuilt on reading, the units in order, each
+ * prefix and suffix copied from the unit rebuilt before it.
+ */
+class EventCapture implements CapturedBody {
+  private blocks: Buffer[] = [];
+  private room = 0;
+  private over = false;
+  /** the last unit's bytes, kept up to date in place (a view of the chunk would keep its read alive) */
+  private last: Buffer = EMPTY;
+  private lastLength = 0;
+  /** the prefix the last unit shared with the one before it: where the next one is compared first */
+  private lastPrefix = 0;
+  /** the start of the stream, as it came (PLAIN_UNTIL): `headLength` bytes, or all of it while `plain` is not null */
+  private head: Buffer | undefined = undefined;
+  private headLength = 0;
+  /** the last chunk while the start is kept plain; null once units are compared */
+  private plain: Buffer | undefined | null = undefined;
+  private lastChunkOfHead = 0;
+  size = 0;
+  /** bytes of the encoded units, in the blocks */
+  encoded = 0;
+
+  constructor(private readonly limit: number) {}
+
+  add(chunk: Buffer): void {
+    const end = this.size + chunk.length;
+    if (!this.over && end > this.limit) {
+      this.over = true;
+      this.blocks = [];
+      this.last = EMPTY;
+      this.head = undefined;
+      this.plain = null;
+    }
+    this.size = end;
+    if (this.over) return;
+    const length = chunk.length;
+    if (this.plain !== null) {
+      // The start of the stream, kept as it came in a block of its own (the last chunk is what the first
+      // unit after it is compared with: held as a view till then).
+      const start = end - length;
+      if (end <= PLAIN_UNTIL) {
+        this.head ??= Buffer.allocUnsafeSlow(PLAIN_UNTIL);
+        this.head.set(chunk, start);
+        this.plain = chunk;
+        return;
+      }
+      if (this.plain !== undefined) {
+        this.keep(this.plain, 0, this.plain.length, 0, 0);
+        this.lastChunkOfHead = this.plain.length;
+      }
+      this.plain = null;
+      this.headLength = start;
+    }
+    let from = 0;
+    while (from < length) {
+      let to = length;
+      for (let lf = chunk.indexOf(LF, from); lf >= 0 && lf < length - 1; lf = chunk.indexOf(LF, lf + 1)) {
+        if (chunk[lf + 1] === LF) {
+          to = lf + 2;
+          break;
+        }
+      }
+      this.unit(chunk, from, to);
+      from = to;
+    }
+  }
+
+  private unit(chunk: Buffer, from: number, to: number): void {
+    const last = this.last;
+    const lastLength = this.lastLength;
+    const length = to - from;
+    const most = length < lastLength ? length : lastLength;
+    // The envelope is usually the length it was for the unit before: compared in one call (memcmp), then
+    // byte by byte (a suffix is short: byte by byte only).
+    let prefix = this.lastPrefix;
+    if (prefix < 8 || prefix > most || chunk.compare(last, 0, prefix, from, from + prefix) !== 0) prefix = 0;
+    while (prefix < most && chunk[from + prefix] === last[prefix]) prefix++;
+    const rest = most - prefix;
+    let suffix = 0;
+    while (suffix < rest && chunk[to - 1 - suffix] === last[lastLength - 1 - suffix]) suffix++;
+    const middle = length - prefix - suffix;
+    this.write(prefix, suffix, chunk, from + prefix, middle);
+    this.keep(chunk, from, to, prefix, suffix);
+  }
+
+  /** The last unit becomes chunk[from, to), which shares `prefix` and `suffix` bytes with it. */
+  private keep(chunk: Buffer, from: number, to: number, prefix: number, suffix: number): void {
+    const last = this.last;
+    const length = to - from;
+    const middle = length - prefix - suffix;
+    if (last.length < length) {
+      const grown = Buffer.allocUnsafeSlow(Math.max(length, 2 * last.length, 256));
+      grown.set(chunk.subarray(from, to));
+      this.last = grown;
+    } else {
+      // its prefix stays, its suffix moves, the middle is written between
+      if (suffix > 0) last.copyWithin(prefix + middle, this.lastLength - suffix, this.lastLength);
+      put(last, prefix, chunk, from + prefix, middle);
+    }
+    this.lastLength = length;
+    this.lastPrefix = prefix;
+  }
+
+  private write(prefix: number, suffix: number, chunk: Buffer, from: number, middle: number): void {
+    const need = varintLength(prefix) + varintLength(suffix) + varintLength(middle) + middle;
+    if (this.room < need) {
+      // what is left of the last block stays unused: a unit is never split across blocks
+      const last = this.blocks.length - 1;
+      if (last >= 0) this.blocks[last] = this.blocks[last]!.subarray(0, this.blocks[last]!.length - this.room);
+      let size = SMALLEST_DELTA_BLOCK;
+      while (size < LARGEST_BLOCK && size * 4 < this.encoded) size *= 2;
+      if (size < need) size = need;
+      this.blocks.push(Buffer.allocUnsafeSlow(size));
+      this.room = size;
+    }
+    const block = this.blocks[this.blocks.length - 1]!;
+    let at = block.length - this.room;
+    at = putVarint(block, at, prefix);
+    at = putVarint(block, at, suffix);
+    at = putVarint(block, at, middle);
+    put(block, at, chunk, from, middle);
+    this.room -= need;
+    this.encoded += need;
+  }
+
+  parts(): Buffer[] | undefined {
+    const whole = this.bytes();
+    return whole && [whole];
+  }
+
+  bytes(): Buffer | undefined {
+    if (this.over) return undefined;
+    if (this.plain !== null) return this.head === undefined ? EMPTY : this.head.subarray(0, this.size);
+    const out = Buffer.allocUnsafeSlow(this.size);
+    let at = this.headLength;
+    if (this.head !== undefined) out.set(at === this.head.length ? this.head : this.head.subarray(0, at));
+    // (the head's last chunk is the unit the first one after it was compared with)
+    let lastAt = at - this.lastChunkOfHead;
+    let lastLength = this.lastChunkOfHead;
+    const n = this.blocks.length;
+    for (let b = 0; b < n; b++) {
+      const block = this.blocks[b]!;
+      const used = b === n - 1 ? block.length - this.room : block.length;
+      let i = 0;
+      while (i < used) {
+        let prefix = 0;
+        let suffix = 0;
+        let middle = 0;
+        let shift = 0;
+        let byte: number;
+        do {
+          byte = block[i++]!;
+          prefix |= (byte & 0x7f) << shift;
+          shift += 7;
+        } while (byte & 0x80);
+        shift = 0;
+        do {
+          byte = block[i++]!;
+          suffix |= (byte & 0x7f) << shift;
+          shift += 7;
+        } while (byte & 0x80);
+        shift = 0;
+        do {
+          byte = block[i++]!;
+          middle |= (byte & 0x7f) << shift;
+          shift += 7;
+        } while (byte & 0x80);
+        const start = at;
+        if (prefix > 0) out.copyWithin(at, lastAt, lastAt + prefix);
+        at += prefix;
+        put(out, at, block, i, middle);
+        at += middle;
+        i += middle;
+        if (suffix > 0) out.copyWithin(at, lastAt + lastLength - suffix, lastAt + lastLength);
+        at += suffix;
+        lastAt = start;
+        lastLength = at - start;
+      }
+    }
+    return out;
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** Copies `length` bytes of `from` at `at` into `to`: a loop for the few bytes an event's middle usually is. */
+function put(to: Buffer, at: number, from: Buffer, start: number, length: number): void {
+  if (length > 32) {
+    to.set(from.subarray(start, start + length), at);
+    return;
+  }
+  for (let i = 0; i < length; i++) to[at + i] = from[start + i]!;
+}
+
+function varintLength(n: number): number {
+  return n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x200000 ? 3 : n < 0x10000000 ? 4 : 5;
+}
+
+function putVarint(to: Buffer, at: number, n: number): number {
+  while (n >= 0x80) {
+    to[at++] = (n & 0x7f) | 0x80;
+    n >>>= 7;
+  }
+  to[at++] = n;
+  return at;
+}
+
+export interface CaptureOptions {
+  /** the body is an SSE stream: kept as each event's difference from the one before (EventCapture) */
+  events?: boolean;
+}
+
+export function captureBody(limit: number, options?: CaptureOptions): CapturedBody {
+  return options?.events ? new EventCapture(limit) : new Capture(limit);
 }

@@ -132,7 +132,8 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
   if (res.status >= 400) a.hint?.(a.req, a.target, res.status);
   const encoding = one(res.headers['content-encoding']);
   const identity = encoding === undefined || encoding === 'identity';
-  const captured = captureBody(a.cacheMaxEntryBytes);
+  // (an SSE stream kept as its events' differences: see captured-body.ts)
+  const captured = captureBody(a.cacheMaxEntryBytes, { events: isSse && identity });
   let finished = false;
   upstreamBody = res.body;
 

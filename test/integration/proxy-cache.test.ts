@@ -343,6 +343,31 @@ describe('single flight', () => {
     expect(joined.proxy).toMatchObject({ cacheStatus: 'COALESCED', outcome: 'client-abort' });
   });
 
+  it('a long stream (its copy kept as differences past 4 KB) reaches a call joining late, the cache and the report byte for byte', async () => {
+    // 600 words: ~600 events of ~150 bytes, the relay's copy of them held as what each adds to the one before
+    const p = `${fresh()} ${Array.from({ length: 600 }, (_, i) => `wörd${i % 37}`).join(' ')}`;
+    up.eventGapMs = 1;
+    const leader = await openStream(relay.url, p);
+    while (leader.text.length < 20_000) expect(await leader.next()).toBe(true);
+    const joiner = await openStream(relay.url, p);
+    expect(joiner.res.headers.get('x-relay-cache')).toBe('COALESCED');
+    const [a, b] = await Promise.all([leader.rest(), joiner.rest()]);
+    expect(a.length).toBeGreaterThan(80_000);
+    expect(a).toMatch(/data: \[DONE\]\n\n$/);
+    expect(b).toBe(a);
+    expect(up.calls).toHaveLength(1);
+
+    const again = await chat(relay.url, p, { stream: true });
+    expect(again.cache).toBe('HIT');
+    expect(again.text).toBe(a);
+    expect(up.calls).toHaveLength(1);
+
+    const first = await reportOf(leader);
+    expect(first.response.body.choices[0].message.content).toBe(`echo: ${p}`);
+    const joined = await reportOf(joiner);
+    expect(joined.response.body).toEqual(first.response.body);
+  });
+
   it('an answer cut short upstream cuts every call that joined it, and is not stored', async () => {
     const p = fresh();
     up.eventGapMs = 60;

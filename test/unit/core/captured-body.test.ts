@@ -18,7 +18,7 @@ describe('captured body', () => {
   it('is every chunk, in order, whatever their sizes and however often it is read meanwhile', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.tuple(fc.uint8Array({ maxLength: 9000 }), fc.boolean()), { maxLength: 60 }),
+        fc.array(fc.tuple(fc.uint8Array({ maxLength: 9000, size: 'max' }), fc.boolean()), { maxLength: 60, size: 'max' }),
         fc.integer({ min: 0, max: 200_000 }),
         (steps, limit) => {
           const c = captureBody(limit);
@@ -89,5 +89,118 @@ describe('captured body', () => {
     c.add(Buffer.from('end'));
     expect(c.parts()!.map((p) => p.length)).toEqual([9000, 3]);
     expect(Buffer.concat(c.parts()!).subarray(9000).toString()).toBe('end');
+  });
+});
+
+/** OpenAI chat chunks as a provider streams them: the same envelope around a few characters each. */
+function openAiEvents(n: number, id = 'chatcmpl-9xYz'): Buffer[] {
+  const words = ['The', ' quick', ' brown', ' fox', ' jumps', ' over', ' the', ' lazy', ' dog', '.', ' Ünïcödé', ' ✓'];
+  return Array.from({ length: n }, (_, i) =>
+    Buffer.from(
+      `data: {"id":"${id}","object":"chat.completion.chunk","created":1764300000,"model":"gpt-4o-mini-2024-07-18",` +
+        `"system_fingerprint":"fp_0ba0d124f1","choices":[{"index":0,"delta":{"content":"${words[i % words.length]}"},` +
+        `"logprobs":null,"finish_reason":null}]}\n\n`,
+    ),
+  );
+}
+
+describe('captured SSE stream (events)', () => {
+  it('is every chunk, in order, however the bytes are cut and whatever they are, and read at any point', () => {
+    const sse = fc
+      .array(fc.tuple(fc.constantFrom('data: ', 'event: delta\ndata: ', ''), fc.string({ maxLength: 40 }), fc.constantFrom('\n\n', '\n', '')), {
+        maxLength: 400,
+        size: 'max',
+      })
+      .map((events) => Buffer.from(events.map(([a, b, c]) => `${a}{"id":"x","text":${JSON.stringify(b)}}${c}`).join('')));
+    const bytes = fc.uint8Array({ maxLength: 12_000, size: 'max' }).map((b) => Buffer.from(b));
+    fc.assert(
+      fc.property(
+        fc.oneof(sse, bytes),
+        fc.array(fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 400 }), fc.integer({ min: 4000, max: 9000 })), {
+          minLength: 1,
+          maxLength: 200,
+          size: 'max',
+        }),
+        fc.oneof(fc.constant(1 << 22), fc.integer({ min: 0, max: 15_000 })),
+        fc.array(fc.boolean(), { maxLength: 200, size: 'max' }),
+        (body, cuts, limit, reads) => {
+          const c = captureBody(limit, { events: true });
+          let at = 0;
+          let step = 0;
+          const check = () => {
+            const got = c.bytes();
+            const parts = c.parts();
+            if (at > limit) {
+              expect(got).toBeUndefined();
+              expect(parts).toBeUndefined();
+            } else {
+              expect(got!.equals(body.subarray(0, at))).toBe(true);
+              expect(Buffer.concat(parts!).equals(body.subarray(0, at))).toBe(true);
+            }
+          };
+          while (at < body.length) {
+            const n = cuts[step % cuts.length]!;
+            const chunk = Buffer.from(body.subarray(at, at + n));
+            c.add(chunk);
+            at += chunk.length;
+            expect(c.size).toBe(at);
+            if (reads[step++]) check();
+          }
+          check();
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it('keeps the first 4 KB as they came, and each event after them as what differs from the one before', () => {
+    const events = openAiEvents(62);
+    const total = events.reduce((n, e) => n + e.length, 0);
+    const c = captureBody(1 << 20, { events: true });
+    for (const e of events) c.add(e);
+    const held = c as unknown as { head: Buffer; blocks: Buffer[]; encoded: number; last: Buffer };
+    expect(total).toBeGreaterThan(15_000);
+    expect(held.head.length).toBe(4096);
+    // the rest (~11 KB, 45 events) costs a few bytes each: the word, and where it sits in the envelope
+    expect(held.encoded).toBeLessThan(45 * 16);
+    expect(held.blocks.map((b) => b.length)).toEqual([1024]);
+    const whole = Buffer.concat(events);
+    expect(c.bytes()!.equals(whole)).toBe(true);
+    expect(c.parts()!).toHaveLength(1);
+    expect(c.parts()![0]!.equals(whole)).toBe(true);
+    // all it holds is the head, one block of differences and the last event: 5.4 KB of 15 KB (the plain copy:
+    // four 4 KB blocks)
+    expect(held.head.length + held.blocks[0]!.length + held.last.length).toBe(4096 + 1024 + 256);
+
+    // a stream that stays within its start is its head, not copied on reading
+    const short = captureBody(1 << 20, { events: true });
+    for (const e of openAiEvents(10)) short.add(e);
+    expect(short.bytes()!.buffer).toBe((short as unknown as { head: Buffer }).head.buffer);
+    expect(Buffer.concat(short.parts()!).equals(Buffer.concat(openAiEvents(10)))).toBe(true);
+  });
+
+  it('finds the events in chunks that hold several of them, or part of one', () => {
+    const events = openAiEvents(200);
+    const whole = Buffer.concat(events);
+    for (const size of [1, 7, 100, 1000, 5000]) {
+      const c = captureBody(1 << 22, { events: true });
+      for (let at = 0; at < whole.length; at += size) c.add(whole.subarray(at, at + size));
+      expect(c.bytes()!.equals(whole)).toBe(true);
+    }
+    // three events a chunk: still a few bytes an event once past the start
+    const c = captureBody(1 << 22, { events: true });
+    for (let i = 0; i < events.length; i += 3) c.add(Buffer.concat(events.slice(i, i + 3)));
+    expect((c as unknown as { encoded: number }).encoded).toBeLessThan(200 * 16);
+    expect(c.bytes()!.equals(whole)).toBe(true);
+  });
+
+  it('drops the copy past its limit, as the plain copy does, and keeps counting', () => {
+    const c = captureBody(10_000, { events: true });
+    for (const e of openAiEvents(60)) c.add(e);
+    expect(c.size).toBeGreaterThan(10_000);
+    expect(c.bytes()).toBeUndefined();
+    expect(c.parts()).toBeUndefined();
+    expect(c.size).toBe(Buffer.concat(openAiEvents(60)).length);
+    expect((c as unknown as { blocks: Buffer[] }).blocks).toEqual([]);
   });
 });
