@@ -82,7 +82,8 @@ export function createRemoteFollow(opts: RemoteFollowOptions): RemoteFollow {
       if (state !== 'waiting') return;
       state = 'live';
       head = h;
-      copy = captureBody(opts.maxBytes);
+      // (what another relay mirrors is an SSE answer as it came: kept as the leader keeps it, see captured-body.ts)
+      copy = captureBody(opts.maxBytes, { events: true });
       feed = createLiveFeed({
         status: h.status,
         headers: h.headers,
