@@ -111,15 +111,16 @@ describe('memory trim', () => {
     expect(binding.reduce()).toBe(true);
     let after = heap();
     // The collection runs in steps on the idle loop and can take seconds (the same steps in a plain node
-    // process: ~10 MiB freed after 0.5-2 s, 65 MiB after 4 s; once, under the whole suite, 2 s gave 19.3 MiB).
+    // process: ~10 MiB freed after 0.5-2 s, 65 MiB after 4 s; once, under the whole suite, 2 s gave 19.3 MiB,
+    // and once 10 s gave 4.3 MiB: the incremental marking's steps wait for a core the other test files hold).
     // Without the notice nothing is collected at all, however long this waits (-0.7 MiB after 5 s).
-    for (let i = 0; i < 200 && before.used_heap_size - after.used_heap_size < 24 * MB; i++) {
+    for (let i = 0; i < 600 && before.used_heap_size - after.used_heap_size < 24 * MB; i++) {
       await new Promise((resolve) => setTimeout(resolve, 50));
       after = heap();
     }
     expect(before.used_heap_size - after.used_heap_size).toBeGreaterThan(16 * MB);
     expect(after.total_heap_size).toBeLessThan(before.total_heap_size);
-  });
+  }, 45_000);
 
   it('trims once in a quiet interval after RSS grew, and not while busy', () => {
     const r = rig([
