@@ -254,36 +254,17 @@ class EventCapture implements CapturedBody {
     for (let b = 0; b < n; b++) {
       const block = this.blocks[b]!;
       const used = b === n - 1 ? block.length - this.room : block.length;
-      let i = 0;
-      while (i < used) {
-        let prefix = 0;
-        let suffix = 0;
-        let middle = 0;
-        let shift = 0;
-        let byte: number;
-        do {
-          byte = block[i++]!;
-          prefix |= (byte & 0x7f) << shift;
-          shift += 7;
-        } while (byte & 0x80);
-        shift = 0;
-        do {
-          byte = block[i++]!;
-          suffix |= (byte & 0x7f) << shift;
-          shift += 7;
-        } while (byte & 0x80);
-        shift = 0;
-        do {
-          byte = block[i++]!;
-          middle |= (byte & 0x7f) << shift;
-          shift += 7;
-        } while (byte & 0x80);
+      const cursor = { at: 0 };
+      while (cursor.at < used) {
+        const prefix = readVarint(block, cursor);
+        const suffix = readVarint(block, cursor);
+        const middle = readVarint(block, cursor);
         const start = at;
         if (prefix > 0) out.copyWithin(at, lastAt, lastAt + prefix);
         at += prefix;
-        put(out, at, block, i, middle);
+        put(out, at, block, cursor.at, middle);
         at += middle;
-        i += middle;
+        cursor.at += middle;
         if (suffix > 0) out.copyWithin(at, lastAt + lastLength - suffix, lastAt + lastLength);
         at += suffix;
         lastAt = start;
@@ -307,6 +288,19 @@ function put(to: Buffer, at: number, from: Buffer, start: number, length: number
 
 function varintLength(n: number): number {
   return n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x200000 ? 3 : n < 0x10000000 ? 4 : 5;
+}
+
+/** The LEB128 number at `cursor.at` in `block`; the cursor moves past it. */
+function readVarint(block: Buffer, cursor: { at: number }): number {
+  let n = 0;
+  let shift = 0;
+  let byte: number;
+  do {
+    byte = block[cursor.at++]!;
+    n |= (byte & 0x7f) << shift;
+    shift += 7;
+  } while (byte & 0x80);
+  return n;
 }
 
 function putVarint(to: Buffer, at: number, n: number): number {
