@@ -31,28 +31,44 @@ function blockFor(held: number): number {
 }
 
 /**
- * A class, not an object literal with a getter (`size`): a literal's getter closure is kept outside V8's
- * young generation, and the copy it captures would outlive every young collection (see EdgeRequest in
- * http/proxy-edge.ts).
+ * What both copies share: the size, and the copy let go once it outgrows the limit. A class, not an object
+ * literal with a getter (`size`): a literal's getter closure is kept outside V8's young generation, and the
+ * copy it captures would outlive every young collection (see EdgeRequest in http/proxy-edge.ts).
  */
-class Capture implements CapturedBody {
-  /** full blocks, then the one being filled (`room` bytes of it still free) */
-  private blocks: Buffer[] = [];
-  private room = 0;
-  private over = false;
+abstract class BoundedCopy implements CapturedBody {
   size = 0;
+  protected over = false;
 
-  constructor(private readonly limit: number) {}
+  constructor(protected readonly limit: number) {}
 
   add(chunk: Buffer): void {
     const end = this.size + chunk.length;
     if (!this.over && end > this.limit) {
       this.over = true;
-      this.blocks = [];
+      this.drop();
     }
     this.size = end;
-    if (this.over) return;
-    const start = end - chunk.length;
+    if (!this.over) this.keep(chunk, end - chunk.length);
+  }
+
+  /** a chunk that starts at `start` of the body, within the limit */
+  protected abstract keep(chunk: Buffer, start: number): void;
+  /** lets go of what is held (the copy outgrew the limit) */
+  protected abstract drop(): void;
+  abstract bytes(): Buffer | undefined;
+  abstract parts(): Buffer[] | undefined;
+}
+
+class Capture extends BoundedCopy {
+  /** full blocks, then the one being filled (`room` bytes of it still free) */
+  private blocks: Buffer[] = [];
+  private room = 0;
+
+  protected drop(): void {
+    this.blocks = [];
+  }
+
+  protected keep(chunk: Buffer, start: number): void {
     let from = 0;
     while (from < chunk.length) {
       if (this.room === 0) {
@@ -114,10 +130,9 @@ const SMALLEST_DELTA_BLOCK = 1024;
  * what lies between) followed by those bytes. The copy is rebuilt on reading, the units in order, each
  * prefix and suffix copied from the unit rebuilt before it.
  */
-class EventCapture implements CapturedBody {
+class EventCapture extends BoundedCopy {
   private blocks: Buffer[] = [];
   private room = 0;
-  private over = false;
   /** the last unit's bytes, kept up to date in place (a view of the chunk would keep its read alive) */
   private last: Buffer = EMPTY;
   private lastLength = 0;
@@ -129,36 +144,29 @@ class EventCapture implements CapturedBody {
   /** the last chunk while the start is kept plain; null once units are compared */
   private plain: Buffer | undefined | null = undefined;
   private lastChunkOfHead = 0;
-  size = 0;
   /** bytes of the encoded units, in the blocks */
   encoded = 0;
 
-  constructor(private readonly limit: number) {}
+  protected drop(): void {
+    this.blocks = [];
+    this.last = EMPTY;
+    this.head = undefined;
+    this.plain = null;
+  }
 
-  add(chunk: Buffer): void {
-    const end = this.size + chunk.length;
-    if (!this.over && end > this.limit) {
-      this.over = true;
-      this.blocks = [];
-      this.last = EMPTY;
-      this.head = undefined;
-      this.plain = null;
-    }
-    this.size = end;
-    if (this.over) return;
+  protected keep(chunk: Buffer, start: number): void {
     const length = chunk.length;
     if (this.plain !== null) {
       // The start of the stream, kept as it came in a block of its own (the last chunk is what the first
       // unit after it is compared with: held as a view till then).
-      const start = end - length;
-      if (end <= PLAIN_UNTIL) {
+      if (start + length <= PLAIN_UNTIL) {
         this.head ??= Buffer.allocUnsafeSlow(PLAIN_UNTIL);
         this.head.set(chunk, start);
         this.plain = chunk;
         return;
       }
       if (this.plain !== undefined) {
-        this.keep(this.plain, 0, this.plain.length, 0, 0);
+        this.remember(this.plain, 0, this.plain.length, 0, 0);
         this.lastChunkOfHead = this.plain.length;
       }
       this.plain = null;
@@ -193,11 +201,11 @@ class EventCapture implements CapturedBody {
     while (suffix < rest && chunk[to - 1 - suffix] === last[lastLength - 1 - suffix]) suffix++;
     const middle = length - prefix - suffix;
     this.write(prefix, suffix, chunk, from + prefix, middle);
-    this.keep(chunk, from, to, prefix, suffix);
+    this.remember(chunk, from, to, prefix, suffix);
   }
 
   /** The last unit becomes chunk[from, to), which shares `prefix` and `suffix` bytes with it. */
-  private keep(chunk: Buffer, from: number, to: number, prefix: number, suffix: number): void {
+  private remember(chunk: Buffer, from: number, to: number, prefix: number, suffix: number): void {
     const last = this.last;
     const length = to - from;
     const middle = length - prefix - suffix;
