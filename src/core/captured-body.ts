@@ -128,7 +128,9 @@ const SMALLEST_DELTA_BLOCK = 1024;
  *
  * Each unit is written as three LEB128 numbers (the prefix it shares, the suffix it shares, the length of
  * what lies between) followed by those bytes. The copy is rebuilt on reading, the units in order, each
- * prefix and suffix copied from the unit rebuilt before it.
+ * prefix and suffix copied from the unit rebuilt before it. At worst (a blank line every two bytes: three
+ * bytes of numbers a unit) it holds 1.5 times the bytes, and the limit counts the bytes, so a copy stays
+ * within 1.5 times the limit.
  */
 class EventCapture extends BoundedCopy {
   private blocks: Buffer[] = [];
