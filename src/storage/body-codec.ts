@@ -8,6 +8,10 @@
 // place; where the split values go is written beside it, never guessed from the text (a body may hold a 0 of
 // its own).
 //
+// A short body (its JSON text under the caller's `inlineBelow` characters) can instead be kept as that text,
+// with no blob at all: for a body of a few hundred bytes a blob costs more than it can save (its hash, a row
+// and an index entry, ~130 bytes and two B-tree writes), and a short body is seldom sent again.
+//
 // Blob bytes (what is hashed):  'J' + JSON text                 a whole value
 //                               'S' + u32 header length + header JSON + skeleton JSON + 32-byte hashes
 // Stored bytes (what is kept):  0 + blob bytes  |  2 + raw DEFLATE(blob bytes)  (small blobs stay raw; a
@@ -31,6 +35,14 @@ export interface Blob {
 export interface SplitBody {
   root: Hash;
   blobs: Blob[];
+  inline?: undefined;
+}
+
+/** A body kept as its JSON text (shorter than the `inlineBelow` it was split with): no blob. */
+export interface InlineBody {
+  inline: string;
+  root?: undefined;
+  blobs?: undefined;
 }
 
 /**
@@ -99,25 +111,35 @@ function own(o: object, key: string): boolean {
   return Object.prototype.hasOwnProperty.call(o, key);
 }
 
+/** A split value's blob: one made lately for the same text, or a new one. */
+function childBlob(text: string): Blob {
+  let blob = recentBlobs.get(text);
+  if (!blob) recentBlobs.set(text, (blob = blobOf(WHOLE, text)));
+  return blob;
+}
+
 /**
  * The blobs of a body (a JSON value: what JSON.stringify keeps is what is kept). Undefined bodies have none;
  * the caller stores nothing for them. The skeleton is the JSON of a shallow copy of the body in which each
  * split value is 0 (the copies keep every key in its place, `__proto__` included), so it is serialised by
- * JSON.stringify's own fast path rather than through a replacer called for every value.
+ * JSON.stringify's own fast path rather than through a replacer called for every value. With
+ * `inlineBelow`, a body whose JSON text is shorter than that many characters is that text instead (its
+ * length is known from the skeleton and the split values' texts: a long body is not serialised once more).
  */
-export function splitBody(body: unknown): SplitBody {
-  if (!isObject(body)) return whole(body);
+export function splitBody(body: unknown): SplitBody;
+export function splitBody(body: unknown, inlineBelow: number): SplitBody | InlineBody;
+export function splitBody(body: unknown, inlineBelow = 0): SplitBody | InlineBody {
+  if (!isObject(body)) return whole(body, inlineBelow);
   const obj = body;
-  const children: Blob[] = [];
+  /** the split values' JSON texts, in the order their hashes follow the skeleton */
+  const texts: string[] = [];
   const header: Header = {};
   let top: Record<string, unknown> | undefined;
   const part = (value: unknown): boolean => {
     // An array's undefined element is null in JSON, as in the body's own text.
     const text = JSON.stringify(value) ?? 'null';
     if (text.length < SPLIT_FROM) return false;
-    let blob = recentBlobs.get(text);
-    if (!blob) recentBlobs.set(text, (blob = blobOf(WHOLE, text)));
-    children.push(blob);
+    texts.push(text);
     return true;
   };
   /** Each item of the array at `key` that is long enough becomes a blob: the indexes of those that did. */
@@ -169,9 +191,16 @@ export function splitBody(body: unknown): SplitBody {
   if (output?.all) header.o = output.split.length;
   else if (output) header.oi = output.split;
   if (value('tools', Array.isArray)) header.t = 1;
-  if (!top) return whole(body);
+  if (!top) return whole(body, inlineBelow);
 
   const skeleton = JSON.stringify(top);
+  if (inlineBelow > 0) {
+    // The body's own text is the skeleton's with each split value's 0 replaced by that value's text.
+    let length = skeleton.length - texts.length;
+    for (const text of texts) length += text.length;
+    if (length < inlineBelow) return { inline: JSON.stringify(body) };
+  }
+  const children = texts.map(childBlob);
   const headerText = JSON.stringify(header);
   const headerLength = Buffer.byteLength(headerText);
   const bytes = Buffer.allocUnsafe(5 + headerLength + Buffer.byteLength(skeleton) + children.length * HASH_BYTES);
@@ -184,8 +213,10 @@ export function splitBody(body: unknown): SplitBody {
   return { root: root.hash, blobs: [root, ...children] };
 }
 
-function whole(body: unknown): SplitBody {
-  const blob = blobOf(WHOLE, JSON.stringify(body));
+function whole(body: unknown, inlineBelow: number): SplitBody | InlineBody {
+  const text = JSON.stringify(body);
+  if (text.length < inlineBelow) return { inline: text };
+  const blob = blobOf(WHOLE, text);
   return { root: blob.hash, blobs: [blob] };
 }
 

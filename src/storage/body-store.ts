@@ -9,7 +9,7 @@
 // To keep writes cheap, a blob used again within KNOWN_FRESH_MS of its recorded last_ms is not touched; the
 // sweep keeps that much (and the time a batch takes) in hand, see sweepBefore.
 import { LRUCache } from 'lru-cache';
-import { type Blob, type Hash, MissingBlobError, assembleBody, childrenOf, splitBody, type SplitBody } from './body-codec.js';
+import { type Blob, type Hash, type InlineBody, MissingBlobError, assembleBody, childrenOf, splitBody, type SplitBody } from './body-codec.js';
 import type { StoredReport } from './report-store.js';
 import { type VariantOf, variantOf } from './report-variant.js';
 
@@ -28,8 +28,9 @@ export interface PlannedReport {
   variant?: VariantOf;
   /** the report's JSON (text, or a store's packed form), each body replaced by 0 (the key stays in its place) */
   data: string | Buffer;
-  request: Hash | null;
-  response: Hash | null;
+  /** the body's root blob, or its JSON text when it is kept in the row (see createBodyKeeper's `inlineBelow`) */
+  request: Hash | string | null;
+  response: Hash | string | null;
   receivedMs: number;
   blobs: Blob[];
 }
@@ -79,18 +80,22 @@ export function jsonWithoutBodies(report: StoredReport): string {
   });
 }
 
-export function createBodyKeeper<T>(encode: RowEncoder = jsonWithoutBodies, variants?: VariantEncoder<T>): BodyKeeper {
+/**
+ * `inlineBelow` (characters; 0: never): a body whose JSON text is shorter is kept in the report's row as that
+ * text instead of as blobs (a store whose body columns take text as well as hashes: SQLite's).
+ */
+export function createBodyKeeper<T>(encode: RowEncoder = jsonWithoutBodies, variants?: VariantEncoder<T>, inlineBelow = 0): BodyKeeper {
   const known = new LRUCache<string, number>({ max: KNOWN_HASHES });
   const basePlans = new WeakMap<StoredReport, BasePlan | null>();
   // The variants of a hit's report (report-variant.ts) carry their base's bodies, the same objects: split once.
-  const splits = new WeakMap<object, SplitBody>();
+  const splits = new WeakMap<object, SplitBody | InlineBody>();
 
-  function split(body: unknown): SplitBody | null {
+  function split(body: unknown): SplitBody | InlineBody | null {
     if (body === undefined) return null;
-    if (typeof body !== 'object' || body === null) return splitBody(body);
+    if (typeof body !== 'object' || body === null) return splitBody(body, inlineBelow);
     let s = splits.get(body);
     if (!s) {
-      s = splitBody(body);
+      s = splitBody(body, inlineBelow);
       splits.set(body, s);
     }
     return s;
@@ -104,7 +109,7 @@ export function createBodyKeeper<T>(encode: RowEncoder = jsonWithoutBodies, vari
     // Every plan has the same keys, `variant` included: a variant's plan is a spread of its base's with its
     // own values set, and a spread that then adds a key takes V8's slow path (~1.5 µs a plan, measured; a
     // spread whose keys are all there already, ~0.1 µs).
-    return { report, variant: undefined, data, request: req?.root ?? null, response: res?.root ?? null, receivedMs: receivedMs(report), blobs };
+    return { report, variant: undefined, data, request: kept(req), response: kept(res), receivedMs: receivedMs(report), blobs };
   }
 
   return {
@@ -159,6 +164,11 @@ export function createBodyKeeper<T>(encode: RowEncoder = jsonWithoutBodies, vari
   };
 }
 
+/** What a row keeps of a body: its root's hash, or its text. */
+function kept(body: SplitBody | InlineBody | null): Hash | string | null {
+  return body === null ? null : body.inline ?? body.root;
+}
+
 function receivedMs(report: StoredReport): number {
   const t = Date.parse(report.receivedAt);
   if (Number.isFinite(t)) return t;
@@ -166,11 +176,11 @@ function receivedMs(report: StoredReport): number {
   return Number.isFinite(r) ? r : 0;
 }
 
-/** A row as read back: its JSON, its bodies' root hashes, and whether the pruner took its bodies. */
+/** A row as read back: its JSON, its bodies' root hashes (or texts), and whether the pruner took its bodies. */
 export interface BodyRow {
   data: string | object;
-  request: Hash | null;
-  response: Hash | null;
+  request: Hash | string | null;
+  response: Hash | string | null;
   expired: boolean;
 }
 
@@ -184,8 +194,8 @@ export type FetchBlobs = (hashes: Hash[]) => Promise<BlobMap> | BlobMap;
 export async function restoreReports(rows: BodyRow[], fetch: FetchBlobs): Promise<StoredReport[]> {
   const roots = new Map<string, Hash>();
   for (const row of rows) {
-    if (row.request) roots.set(row.request.toString('hex'), row.request);
-    if (row.response) roots.set(row.response.toString('hex'), row.response);
+    if (row.request && typeof row.request !== 'string') roots.set(row.request.toString('hex'), row.request);
+    if (row.response && typeof row.response !== 'string') roots.set(row.response.toString('hex'), row.response);
   }
   const blobs: BlobMap = roots.size > 0 ? new Map(await fetch([...roots.values()])) : new Map();
   const children = new Map<string, Hash>();
@@ -204,8 +214,9 @@ function restoreReport(row: BodyRow, blobs: BlobMap): StoredReport {
   if (row.expired) return expire(report);
   try {
     const get = (h: Hash): Buffer | undefined => blobs.get(h.toString('hex'));
-    if (row.request) report.request.body = assembleBody(row.request, get);
-    if (row.response) report.response.body = assembleBody(row.response, get);
+    const body = (kept: Hash | string): unknown => (typeof kept === 'string' ? JSON.parse(kept) : assembleBody(kept, get));
+    if (row.request) report.request.body = body(row.request);
+    if (row.response) report.response.body = body(row.response);
   } catch (err) {
     // Never expected (a body is swept only after every report using it lost its bodies), but a report
     // whose body is gone is still a report: it reads like one past body retention.

@@ -70,6 +70,7 @@ export async function createPostgresReportStore(opts: PostgresReportStoreOptions
   const table = `"${schema}".reports`;
   const bodiesTable = `"${schema}".bodies`;
   const now = opts.now ?? Date.now;
+  // (no body kept inline: BYTEA columns hold the roots' hashes only, so every plan names blobs)
   const bodies = createBodyKeeper();
   const target = describeTarget(opts.connectionString);
   const fail = (action: string, err: unknown): StoreUnavailableError => {

@@ -35,6 +35,8 @@ export interface SqliteReportStoreOptions {
   blobMergeSlice?: number;
   /** told before a file of an earlier relay is rewritten into this layout (once; seconds for a large file) */
   onUpgrade?: (what: string) => void;
+  /** bodies shorter than this are kept in their rows (INLINE_BELOW; tests of the blobs set 0) */
+  bodyInlineBelow?: number;
 }
 
 /** Where a variant's own values go among insertReport's placeholders (columnsOf). */
@@ -153,8 +155,9 @@ const dialect: StatsDialect = {
 
 interface ReadRow {
   data: string | Buffer;
-  request_blob: Buffer | null;
-  response_blob: Buffer | null;
+  /** a body's root hash, or (text) the body itself (INLINE_BELOW) */
+  request_blob: Buffer | string | null;
+  response_blob: Buffer | string | null;
   bodies_expired: number;
 }
 
@@ -171,6 +174,15 @@ function bodyRow(row: ReadRow): BodyRow {
 
 /** Unpacked blobs kept by the reading side: the system prompt and a conversation's history are read again and again. */
 const READ_CACHE_BYTES = 8 * 1024 * 1024;
+/**
+ * A body whose JSON text is shorter than this many characters is kept in its report's row, as text in the
+ * body's column (a hash is a BLOB there), not as a blob: a blob costs its sha256, a row in \`bodies\`, an entry
+ * in the hash index (~130 bytes and two B-tree writes) and a look-up on every use, which a body this short
+ * seldom repays by being sent again. Below it sit short chats and most direct-API reports of a single turn;
+ * a conversation's growing history and an answer with its usage are longer. A cache hit's report repeats the
+ * text in its own row (at most twice this per hit, where a blob would be named by a 32-byte hash).
+ */
+const INLINE_BELOW = 256;
 /** The connection's page cache, in KiB. */
 const PAGE_CACHE_KIB = 16 * 1024;
 /** Pages given back to the file system per prune step (4 KiB each). */
@@ -248,10 +260,14 @@ export function createSqliteReportStore(opts: SqliteReportStoreOptions): ReportS
   const sweep = db.prepare('DELETE FROM bodies WHERE id > ? AND id <= ? AND last_ms < ?');
   // A cache hit's report is a variant of the one before it (report-variant.ts): packed from its template.
   // Its own values are packed from the numbers it was made of, not read back from its texts.
-  const bodies = createBodyKeeper(packReport, {
-    template: (base) => packTemplate(base, VARIANT_PATHS),
-    encode: (template, report, of) => packVariant(template, report, variantValues(of, knownTime)),
-  });
+  const bodies = createBodyKeeper(
+    packReport,
+    {
+      template: (base) => packTemplate(base, VARIANT_PATHS),
+      encode: (template, report, of) => packVariant(template, report, variantValues(of, knownTime)),
+    },
+    opts.bodyInlineBelow ?? INLINE_BELOW,
+  );
   const baseRows = new WeakMap<StoredReport, unknown[]>();
   const readCache = new LRUCache<string, Buffer>({ maxSize: READ_CACHE_BYTES, sizeCalculation: (b) => Math.max(1, b.length) });
 

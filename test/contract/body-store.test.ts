@@ -4,6 +4,7 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { StoredReport } from '../../src/storage/report-store.js';
+import { createReportPruner } from '../../src/storage/report-pruner.js';
 import { variant } from '../../src/storage/report-variant.js';
 import { type StoreKind, dropSchemas, missingBlobs, openStore } from '../helpers/report-stores.js';
 import { makeReport } from './report-fixtures.js';
@@ -110,7 +111,7 @@ describe.each<StoreKind>(['sqlite', 'postgres'])('body store: %s', (kind) => {
   });
 
   it("stores each message once: a conversation's turn adds its new messages, a hit adds nothing", async () => {
-    const s = await openStore(kind);
+    const s = await openStore(kind, undefined, { blobsOnly: true });
     const blobs = async (): Promise<number> => Number((await s.rows('SELECT count(*) AS n FROM bodies'))[0]!.n);
     try {
       const system = { role: 'system', content: 'You are terse. '.repeat(100) };
@@ -216,7 +217,7 @@ describe.each<StoreKind>(['sqlite', 'postgres'])('body store: %s', (kind) => {
   });
 
   it('keeps a short message in its skeleton rather than in a blob of its own, and reads it back in place', async () => {
-    const s = await openStore(kind);
+    const s = await openStore(kind, undefined, { blobsOnly: true });
     const blobs = async (): Promise<number> => Number((await s.rows('SELECT count(*) AS n FROM bodies'))[0]!.n);
     try {
       const long = { role: 'user', content: 'A question long enough to be kept once, in a blob of its own.' };
@@ -232,6 +233,70 @@ describe.each<StoreKind>(['sqlite', 'postgres'])('body store: %s', (kind) => {
       const got = (await s.store.get('short'))!;
       expect(text(got.request.body)).toBe(text(body));
       expect(text(got.response.body)).toBe(text(report.response.body));
+    } finally {
+      await s.store.close();
+    }
+  });
+});
+
+describe('body store: sqlite keeps a short body in its row', () => {
+  const DAY = 24 * 60 * 60 * 1000;
+
+  it('as text in the body column, no blob; a long one as blobs; both read back, and body retention takes both', async () => {
+    let clock = Date.parse('2026-11-01T00:00:00.000Z');
+    const s = await openStore('sqlite', () => clock);
+    try {
+      const short = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hi' }] };
+      const long = { model: 'gpt-4o-mini', messages: [{ role: 'system', content: 'You answer in one line. '.repeat(12) }, { role: 'user', content: 'Say hi' }] };
+      const answer = { id: 'c-1', choices: [{ index: 0, message: { role: 'assistant', content: 'Hi.' }, finish_reason: 'stop' }] };
+      // The SQLite store's threshold is 256 characters of JSON: one body each side of it.
+      expect(text(short).length).toBeLessThan(256);
+      expect(text(long).length).toBeGreaterThanOrEqual(256);
+      const at = new Date(clock).toISOString();
+      const inline = makeReport('inline', 0, { receivedAt: at, request: { timestamp: at, body: short }, response: { timestamp: at, body: answer } });
+      const blobbed = makeReport('blobbed', 1, { receivedAt: at, request: { timestamp: at, body: long }, response: { timestamp: at, body: answer } });
+      await s.store.insertMany([inline, blobbed]);
+
+      const rows = await s.rows('SELECT id, typeof(request_blob) AS req, typeof(response_blob) AS res, request_blob AS kept FROM reports ORDER BY id');
+      expect(rows.map((r) => [r.id, r.req, r.res])).toEqual([
+        ['blobbed', 'blob', 'text'],
+        ['inline', 'text', 'text'],
+      ]);
+      expect(rows[1]!.kept).toBe(text(short));
+      // The long request only: its skeleton and its system message (the user's message is short: in the skeleton).
+      expect(Number((await s.rows('SELECT count(*) AS n FROM bodies'))[0]!.n)).toBe(2);
+      for (const sent of [inline, blobbed]) expect(text(await s.store.get(sent.id))).toBe(text(sent));
+      // (the same request time: newest id first)
+      expect((await s.store.list({ limit: 10 })).items.map((r) => text(r))).toEqual([text(inline), text(blobbed)]);
+      expect(await missingBlobs(s)).toEqual([]);
+
+      // Past body retention a short body goes as a blob does: the report keeps everything else.
+      clock += 40 * DAY;
+      const pruner = createReportPruner({ store: s.store, reportRetentionMs: 0, bodyRetentionMs: 30 * DAY, maxBytes: 0, measure: async () => 0, now: () => clock });
+      while ((await pruner.step()).more);
+      const after = await s.rows('SELECT typeof(request_blob) AS req, typeof(response_blob) AS res FROM reports');
+      expect(after.map((r) => [r.req, r.res])).toEqual([
+        ['null', 'null'],
+        ['null', 'null'],
+      ]);
+      const expired = (await s.store.get('inline'))!;
+      expect(expired.bodiesExpired).toBe(true);
+      expect('body' in expired.request || 'body' in expired.response).toBe(false);
+      expect(expired.requestSha256).toBe(inline.requestSha256);
+    } finally {
+      await s.store.close();
+    }
+  });
+
+  it("a cache hit's report of a short exchange keeps the same text in its own row", async () => {
+    const s = await openStore('sqlite');
+    try {
+      const origin = makeReport('origin', 0);
+      await s.store.insertMany([origin, variant(origin, { id: 'hit', requestMs: Date.parse(origin.request.timestamp) + 5, durationMs: 1, receivedMs: Date.parse(origin.receivedAt) + 5 })]);
+      expect(Number((await s.rows('SELECT count(*) AS n FROM bodies'))[0]!.n)).toBe(0);
+      const got = (await s.store.get('hit'))!;
+      expect(text(got.request.body)).toBe(text(origin.request.body));
+      expect(text(got.response.body)).toBe(text(origin.response.body));
     } finally {
       await s.store.close();
     }

@@ -40,7 +40,7 @@ async function allIds(store: ReportStore): Promise<string[]> {
 describe.each<StoreKind>(['sqlite', 'postgres'])('retention: %s', (kind) => {
   it('deletes reports past report retention and strips bodies past body retention, in bounded steps', async () => {
     let clock = D;
-    const s = await openStore(kind, () => clock);
+    const s = await openStore(kind, () => clock, { blobsOnly: true });
     try {
       const days = [0, 5, 20, 40, 50, 75, 95, 99];
       const sent = new Map<string, StoredReport>();

@@ -3,7 +3,7 @@
 // from the writing connection and from a reading one, across merges; a blob stored already is never stored
 // again; a batch that rolls back leaves nothing that names the wrong row; the sweep takes the index's
 // entries with the blobs; a file of an earlier relay (its hash as PRIMARY KEY) is rewritten once and reads
-// the same. Real SQLite.
+// the same. Real SQLite; no body is kept in its row (bodyInlineBelow 0), so every body here is blobs.
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ReportStore, StoredReport } from '../../src/storage/report-store.js';
@@ -41,7 +41,7 @@ async function expectAll(store: ReportStore, sent: StoredReport[]): Promise<void
 
 /** A connection opened now (its map built from the file) reads every report as sent; no blob is missing. */
 async function expectFromAFreshConnection(f: string, sent: StoredReport[]): Promise<void> {
-  const late = createSqliteReportStore({ file: f });
+  const late = createSqliteReportStore({ file: f, bodyInlineBelow: 0 });
   try {
     for (const report of sent) expect(await late.get(report.id)).toEqual(report);
   } finally {
@@ -53,8 +53,8 @@ async function expectFromAFreshConnection(f: string, sent: StoredReport[]): Prom
 describe('sqlite blob index', () => {
   it('finds every blob from the writing and a reading connection, across merges, and stores none twice', async () => {
     const f = await file();
-    const writer = createSqliteReportStore({ file: f, blobMergeAt: 5 });
-    const reader = createSqliteReportStore({ file: f, blobMergeAt: 5 });
+    const writer = createSqliteReportStore({ file: f, bodyInlineBelow: 0, blobMergeAt: 5 });
+    const reader = createSqliteReportStore({ file: f, bodyInlineBelow: 0, blobMergeAt: 5 });
     try {
       const sent: StoredReport[] = [];
       for (let i = 0; i < 12; i += 2) {
@@ -77,7 +77,7 @@ describe('sqlite blob index', () => {
       // A writer that remembers nothing finds bodies stored already, merged ones (r0's) and ones in the tail
       // (r11's), and stores none of them again: of each report below only its answer's skeleton is new.
       await writer.close();
-      const fresh = createSqliteReportStore({ file: f, blobMergeAt: 5 });
+      const fresh = createSqliteReportStore({ file: f, bodyInlineBelow: 0, blobMergeAt: 5 });
       const again = [reportAt('again-old', 0, 'the question of r0, long enough for a blob of its own'), reportAt('again-new', 0, 'the question of r11, long enough for a blob of its own')];
       try {
         await fresh.insertMany(again);
@@ -96,7 +96,7 @@ describe('sqlite blob index', () => {
 
   it('a batch that rolls back leaves nothing naming the wrong row', async () => {
     const f = await file();
-    const store = createSqliteReportStore({ file: f, blobMergeAt: 1000 });
+    const store = createSqliteReportStore({ file: f, bodyInlineBelow: 0, blobMergeAt: 1000 });
     try {
       await store.insertMany([reportAt('first')]);
       // The next blob insert fails: the batch's report and the blobs it inserted before it roll back.
@@ -125,7 +125,7 @@ describe('sqlite blob index', () => {
   it('the sweep takes the index entries with the blobs', async () => {
     const f = await file();
     let clock = D;
-    const store = createSqliteReportStore({ file: f, blobMergeAt: 3, now: () => clock });
+    const store = createSqliteReportStore({ file: f, bodyInlineBelow: 0, blobMergeAt: 3, now: () => clock });
     try {
       const keep: StoredReport[] = [];
       for (const [id, days] of [['a', 0], ['b', 1], ['c', 2], ['d', 40], ['e', 41]] as const) {
@@ -157,8 +157,8 @@ describe('sqlite blob index', () => {
     const f = await file();
     let clock = D;
     // a merge from 3 blobs in the tail, one blob a batch: each merge spans several batches
-    const writer = createSqliteReportStore({ file: f, blobMergeAt: 3, blobMergeSlice: 1, now: () => clock });
-    const reader = createSqliteReportStore({ file: f });
+    const writer = createSqliteReportStore({ file: f, bodyInlineBelow: 0, blobMergeAt: 3, blobMergeSlice: 1, now: () => clock });
+    const reader = createSqliteReportStore({ file: f, bodyInlineBelow: 0 });
     try {
       const kept: StoredReport[] = [];
       for (const [id, days] of [['a', 0], ['b', 1], ['c', 2]] as const) {
@@ -196,7 +196,7 @@ describe('sqlite blob index', () => {
   it('rewrites a file of an earlier relay (its hash as PRIMARY KEY) once, and reads it the same', async () => {
     const f = await file();
     const sent = [reportAt('x1'), reportAt('x2'), reportAt('x3')];
-    const first = createSqliteReportStore({ file: f });
+    const first = createSqliteReportStore({ file: f, bodyInlineBelow: 0 });
     await first.insertMany(sent);
     await first.close();
     // The layout an earlier relay wrote: the same rows in `bodies (hash BLOB PRIMARY KEY, last_ms, data)`.
@@ -209,7 +209,7 @@ describe('sqlite blob index', () => {
     `);
     db.close();
     const notices: string[] = [];
-    const store = createSqliteReportStore({ file: f, blobMergeAt: 4, onUpgrade: (what) => notices.push(what) });
+    const store = createSqliteReportStore({ file: f, bodyInlineBelow: 0, blobMergeAt: 4, onUpgrade: (what) => notices.push(what) });
     try {
       expect(notices).toEqual([`the body blobs of ${f} are rewritten into this version's layout, once`]);
       await expectAll(store, sent);
@@ -226,7 +226,7 @@ describe('sqlite blob index', () => {
       await store.close();
     }
     // opened again: nothing to rewrite
-    await createSqliteReportStore({ file: f, onUpgrade: (what) => notices.push(what) }).close();
+    await createSqliteReportStore({ file: f, bodyInlineBelow: 0, onUpgrade: (what) => notices.push(what) }).close();
     expect(notices).toHaveLength(1);
     db = new Database(f);
     const columns = (db.pragma('table_info(bodies)') as { name: string }[]).map((c) => c.name);

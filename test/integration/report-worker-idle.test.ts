@@ -116,7 +116,8 @@ describe('report worker idle stop', () => {
     const dataDir = await tempDir('llm-relay-idle-');
     dirs.push(dataDir);
     const file = join(dataDir, 'reports.sqlite');
-    const first = createSqliteReportStore({ file });
+    // (every body a blob, however short: the sweep walks blobs)
+    const first = createSqliteReportStore({ file, bodyInlineBelow: 0 });
     const at = new Date().toISOString();
     await first.insertMany(
       Array.from({ length: 40 }, (_, i) => ({
@@ -129,10 +130,10 @@ describe('report worker idle stop', () => {
     await first.close();
     const step = { now: Date.now(), reportsBefore: 0, bodiesBefore: 0, trimOldest: 0, rows: 1 };
     // one row per kind of change: the pass walks 8 blobs a step
-    const opened = createSqliteReportStore({ file });
+    const opened = createSqliteReportStore({ file, bodyInlineBelow: 0 });
     expect((await opened.prune!(step)).more).toBe(true);
     await opened.close();
-    const resumed = createSqliteReportStore({ file, sweepOnOpen: false });
+    const resumed = createSqliteReportStore({ file, sweepOnOpen: false, bodyInlineBelow: 0 });
     expect(await resumed.prune!(step)).toEqual({ reports: 0, expired: 0, bodies: 0, more: false });
     await resumed.close();
   });

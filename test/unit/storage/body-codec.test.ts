@@ -42,6 +42,30 @@ describe('body codec: the blobs of a conversation', () => {
   });
 });
 
+describe('body codec: a short body kept as its text', () => {
+  const chat = fc.record({ model: fc.string(), messages: fc.array(fc.oneof(message, fc.jsonValue()), { maxLength: 4 }) });
+
+  it('is the body\'s JSON text exactly when that text is shorter than the limit; else the same blobs as without one (property)', () => {
+    fc.assert(
+      // (limits around the text's own length, where a miscount would show)
+      fc.property(fc.oneof(chat, fc.jsonValue()), fc.integer({ min: -3, max: 3 }), (body, near) => {
+        const own = JSON.stringify(body);
+        const limit = Math.max(1, own.length + near);
+        const split = splitBody(body, limit);
+        if (own.length < limit) {
+          expect(split).toEqual({ inline: own });
+          return;
+        }
+        const blobs = splitBody(body);
+        expect(split.inline).toBeUndefined();
+        expect(split.root!.equals(blobs.root)).toBe(true);
+        expect(split.blobs!.map((b) => b.bytes.toString('hex'))).toEqual(blobs.blobs.map((b) => b.bytes.toString('hex')));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
 describe('body codec: what is compressed', () => {
   const longChat = { model: 'm', messages: Array.from({ length: 40 }, (_, i) => ({ role: 'user', content: `message ${i} `.repeat(10) })) };
 
