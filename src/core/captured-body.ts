@@ -6,11 +6,14 @@
 // by a full collection). Each block is a quarter of what the copy holds so far, between 4 KB and 64 KB: the
 // room left empty in the last block stays under a quarter of the body (a 15 KB stream takes four 4 KB
 // blocks, where blocks doubling from 4 KB took 28 KB). When the stream has ended its copy is handed on as
-// the blocks themselves (parts: the report's batch copies them in, the cache entry decodes them), so a
-// thousand streams ending together do not each make a joined copy while their blocks wait for a full
-// collection. Past `limit` bytes the copy is dropped (the answer is still served, just not stored) and
+// it is (wire: the report's batch copies the blocks in, or rebuilds an SSE copy straight into itself; text:
+// the cache entry reads it through the thread's scratch bytes), so a thousand streams ending together do not
+// each make a joined copy of their own that waits outside V8's heap for a collection. Past `limit` bytes the copy is dropped (the answer is still served, just not stored) and
 // only the size is kept. An SSE stream's copy (`events`) keeps its first 4 KB so, and each event after them
 // as what it changes in the one before (EventCapture): a few dozen bytes where the event was a few hundred.
+import type { DeferredBytes, WireBytes } from './exchange-record.js';
+import { scratchBytes } from '../scratch-buffer.js';
+
 export interface CapturedBody {
   add(chunk: Buffer): void;
   readonly size: number;
@@ -18,6 +21,13 @@ export interface CapturedBody {
   bytes(): Buffer | undefined;
   /** the body so far as its blocks, in order, nothing copied (valid until the next add); undefined once it outgrew the limit */
   parts(): Buffer[] | undefined;
+  /**
+   * the ended body as the report's batch takes it: its blocks, or (an SSE stream's copy) the copy itself, rebuilt
+   * straight into the batch when it is encoded (no more adds after this); undefined once it outgrew the limit
+   */
+  wire(): WireBytes | undefined;
+  /** the body so far as UTF-8 text, no copy of its bytes kept; undefined once it outgrew the limit */
+  text(): string | undefined;
 }
 
 const SMALLEST_BLOCK = 4096;
@@ -57,6 +67,8 @@ abstract class BoundedCopy implements CapturedBody {
   protected abstract drop(): void;
   abstract bytes(): Buffer | undefined;
   abstract parts(): Buffer[] | undefined;
+  abstract wire(): WireBytes | undefined;
+  abstract text(): string | undefined;
 }
 
 class Capture extends BoundedCopy {
@@ -91,6 +103,21 @@ class Capture extends BoundedCopy {
     if (this.room === 0) return blocks.slice();
     const last = blocks.length - 1;
     return blocks.map((b, i) => (i === last ? b.subarray(0, b.length - this.room) : b));
+  }
+
+  wire(): WireBytes | undefined {
+    return this.parts();
+  }
+
+  text(): string | undefined {
+    const parts = this.parts();
+    if (parts === undefined) return undefined;
+    if (parts.length === 1) return parts[0]!.toString('utf8');
+    // the blocks joined in the scratch bytes, read as text from there
+    const joined = scratchBytes(this.size);
+    let at = 0;
+    for (const part of parts) at += part.copy(joined, at);
+    return joined.toString('utf8', 0, at);
   }
 
   bytes(): Buffer | undefined {
@@ -132,7 +159,7 @@ const SMALLEST_DELTA_BLOCK = 1024;
  * bytes of numbers a unit) it holds 1.5 times the bytes, and the limit counts the bytes, so a copy stays
  * within 1.5 times the limit.
  */
-class EventCapture extends BoundedCopy {
+class EventCapture extends BoundedCopy implements DeferredBytes {
   private blocks: Buffer[] = [];
   private room = 0;
   /** the last unit's bytes, kept up to date in place (a view of the chunk would keep its read alive) */
@@ -251,10 +278,34 @@ class EventCapture extends BoundedCopy {
     return whole && [whole];
   }
 
+  wire(): WireBytes | undefined {
+    if (this.over) return undefined;
+    if (this.plain !== null) return this.head === undefined ? EMPTY : this.head.subarray(0, this.size);
+    return this;
+  }
+
+  text(): string | undefined {
+    if (this.over) return undefined;
+    if (this.plain !== null) return this.head === undefined ? '' : this.head.toString('utf8', 0, this.size);
+    const out = scratchBytes(this.size);
+    this.writeInto(out);
+    return out.toString('utf8', 0, this.size);
+  }
+
   bytes(): Buffer | undefined {
     if (this.over) return undefined;
     if (this.plain !== null) return this.head === undefined ? EMPTY : this.head.subarray(0, this.size);
     const out = Buffer.allocUnsafeSlow(this.size);
+    this.writeInto(out);
+    return out;
+  }
+
+  /** the copy rebuilt into `out` (`size` bytes long), once it is past its plain start */
+  writeInto(out: Uint8Array): void {
+    if (this.plain !== null) {
+      if (this.head !== undefined) out.set(this.head.subarray(0, this.size));
+      return;
+    }
     let at = this.headLength;
     if (this.head !== undefined) out.set(at === this.head.length ? this.head : this.head.subarray(0, at));
     // (the head's last chunk is the unit the first one after it was compared with)
@@ -281,14 +332,13 @@ class EventCapture extends BoundedCopy {
         lastLength = at - start;
       }
     }
-    return out;
   }
 }
 
 const EMPTY = Buffer.alloc(0);
 
 /** Copies `length` bytes of `from` at `at` into `to`: a loop for the few bytes an event's middle usually is. */
-function put(to: Buffer, at: number, from: Buffer, start: number, length: number): void {
+function put(to: Uint8Array, at: number, from: Buffer, start: number, length: number): void {
   if (length > 32) {
     to.set(from.subarray(start, start + length), at);
     return;

@@ -18,10 +18,21 @@ export interface ProxyRecord {
 }
 
 /**
- * A body on the event loop: one buffer, or the blocks a streamed answer was copied into (captured-body.ts),
- * in order. Blocks are joined only by the batch they are copied into, never into a copy of their own.
+ * Bytes made only as the batch is encoded, straight into its buffer: an SSE stream's copy kept as its events'
+ * differences (captured-body.ts), rebuilt there instead of into a copy of its own first.
  */
-export type WireBytes = Uint8Array | readonly Uint8Array[];
+export interface DeferredBytes {
+  readonly size: number;
+  /** writes the `size` bytes into `target`, which is exactly that long */
+  writeInto(target: Uint8Array): void;
+}
+
+/**
+ * A body on the event loop: one buffer, the blocks a streamed answer was copied into (captured-body.ts), in
+ * order, or a copy that is rebuilt into the batch. Blocks are joined only by the batch they are copied into,
+ * never into a copy of their own.
+ */
+export type WireBytes = Uint8Array | readonly Uint8Array[] | DeferredBytes;
 
 /** A proxied exchange as the event loop hands it over: its answer may still be in blocks. */
 export type OutgoingProxyRecord = Omit<ProxyRecord, 'response'> & { response?: WireBytes };
@@ -30,9 +41,14 @@ export type OutgoingProxyRecord = Omit<ProxyRecord, 'response'> & { response?: W
 export function wireLength(bytes: WireBytes | undefined): number {
   if (bytes === undefined) return 0;
   if (bytes instanceof Uint8Array) return bytes.length;
+  if (!isBlocks(bytes)) return bytes.size;
   let n = 0;
   for (const b of bytes) n += b.length;
   return n;
+}
+
+function isBlocks(bytes: readonly Uint8Array[] | DeferredBytes): bytes is readonly Uint8Array[] {
+  return Array.isArray(bytes);
 }
 
 export interface ProxyFacts {
@@ -177,11 +193,14 @@ export function encodeBatch(proxy: readonly OutgoingProxyRecord[], api: readonly
     if (b instanceof Uint8Array) {
       view.set(b, at);
       at += b.length;
-    } else {
+    } else if (isBlocks(b)) {
       for (const block of b) {
         view.set(block, at);
         at += block.length;
       }
+    } else {
+      b.writeInto(view.subarray(at, at + b.size));
+      at += b.size;
     }
     return [from, at - from];
   };

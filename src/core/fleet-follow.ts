@@ -47,10 +47,10 @@ export function createRemoteFollow(opts: RemoteFollowOptions): RemoteFollow {
 
   /** The stream the leader stored is the one heard here, byte for byte. */
   function heardAnswer(): StoredAnswer | undefined {
-    // the copy's blocks decoded as they are (its ended copy is not joined into one of its own, as in forward.ts)
-    const parts = copy?.parts();
-    if (!head || !ended || !parts) return undefined;
-    return { status: head.status, headers: head.headers, payload: Buffer.concat(parts).toString('utf8'), sse: true, reportId: head.reportId };
+    // the copy read as text (no copy of its bytes of its own, as in forward.ts)
+    const payload = copy?.text();
+    if (!head || !ended || payload === undefined) return undefined;
+    return { status: head.status, headers: head.headers, payload, sse: true, reportId: head.reportId };
   }
 
   function breakLive(): void {

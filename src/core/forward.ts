@@ -160,8 +160,9 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
     finished = true;
     const endedAt = Date.now();
     if (trace?.upstream) trace.upstream.end = epochMs(performance.now());
-    // The copy's blocks as they are: the report's batch copies them in, the cache entry decodes them.
-    const parts = captured.parts();
+    // The copy as it is: the report's batch copies its blocks in (or rebuilds an SSE stream's copy there), the
+    // cache entry reads it as text.
+    const wire = captured.wire();
     // The upstream answer may have ended for the joiners after this call's own client left.
     const own: Outcome = clientLeft && outcome === 'complete' ? 'client-abort' : outcome;
     const facts: Parameters<Base['record']>[0] = {
@@ -173,14 +174,13 @@ export async function forward(a: ForwardArgs): Promise<ProxyResponse> {
       upstreamMs: Math.round((headersAt - base.t0) * 1000) / 1000,
     };
     if (!identity) facts.encoding = encoding;
-    base.record(facts, parts);
+    base.record(facts, wire);
     let cached: StoredAnswer | undefined;
-    if (outcome === 'complete' && ok && parts !== undefined && a.status !== 'BYPASS' && (isSse || isJsonMediaType(contentType))) {
+    if (outcome === 'complete' && ok && wire !== undefined && a.status !== 'BYPASS' && (isSse || isJsonMediaType(contentType))) {
       // Stored decoded: a hit's client may not accept the upstream's encoding.
       let payload: string | undefined;
       try {
-        const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts, captured.size);
-        payload = (identity ? bytes : Buffer.from(decodeBody(bytes, encoding))).toString('utf8');
+        payload = identity ? captured.text() : Buffer.from(decodeBody(captured.bytes()!, encoding)).toString('utf8');
       } catch {
         payload = undefined; // an answer that does not decode is served, not stored
       }

@@ -9,6 +9,7 @@ import { StoreUnavailableError } from '../errors.js';
 import { createQuietTimer } from '../quiet-timer.js';
 import type { CacheRecord, CacheStore, CacheStoreStats } from './cache-store.js';
 import { deflateRaw, inflateRaw } from './raw-deflate.js';
+import { scratchUtf8 } from '../scratch-buffer.js';
 import { makePrivateDir, preparePrivateFile, sqliteCompanions } from './private-files.js';
 import { Database } from './sqlite-driver.js';
 
@@ -178,7 +179,8 @@ const PACK_FROM = 1024;
  */
 function packValue(value: string): string | Buffer {
   if (value.length < PACK_FROM) return value;
-  const bytes = Buffer.from(value);
+  // (its UTF-8 in the thread's scratch bytes: only the deflated copy is kept)
+  const bytes = scratchUtf8(value);
   const packed = deflateRaw(bytes);
   return packed.length < bytes.length * 0.9 ? packed : value;
 }

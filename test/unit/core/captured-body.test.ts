@@ -1,6 +1,24 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { captureBody } from '../../../src/core/captured-body.js';
+import type { DeferredBytes, WireBytes } from '../../../src/core/exchange-record.js';
+
+/**
+ * The wire form written as the report's batch writes it: into its span of a larger buffer (a view exactly that
+ * long). The bytes on either side must come back untouched.
+ */
+function throughBatch(w: WireBytes): Buffer {
+  const blocks = Array.isArray(w) ? (w as readonly Uint8Array[]) : undefined;
+  const deferred = w instanceof Uint8Array || blocks ? undefined : (w as DeferredBytes);
+  const size = w instanceof Uint8Array ? w.length : blocks ? blocks.reduce((n, b) => n + b.length, 0) : deferred!.size;
+  const batch = Buffer.alloc(size + 14, 0xa5);
+  const span = batch.subarray(7, 7 + size);
+  if (w instanceof Uint8Array) span.set(w);
+  else if (blocks) Buffer.concat(blocks).copy(span);
+  else deferred!.writeInto(span);
+  expect(batch.subarray(0, 7).every((b) => b === 0xa5) && batch.subarray(7 + size).every((b) => b === 0xa5)).toBe(true);
+  return Buffer.from(span);
+}
 
 describe('captured body', () => {
   it('has no getter of its own (size is a field), and copies what passes up to the limit', () => {
@@ -26,13 +44,20 @@ describe('captured body', () => {
           let size = 0;
           const check = () => {
             const parts = c.parts();
+            const wire = c.wire();
+            const text = c.text();
             const got = c.bytes();
             if (size > limit) {
               expect(parts).toBeUndefined();
+              expect(wire).toBeUndefined();
+              expect(text).toBeUndefined();
               expect(got).toBeUndefined();
             } else {
-              expect(Buffer.concat(parts!).equals(Buffer.concat(seen))).toBe(true);
-              expect(got!.equals(Buffer.concat(seen))).toBe(true);
+              const all = Buffer.concat(seen);
+              expect(Buffer.concat(parts!).equals(all)).toBe(true);
+              expect(throughBatch(wire!).equals(all)).toBe(true);
+              expect(text).toBe(all.toString('utf8'));
+              expect(got!.equals(all)).toBe(true);
             }
           };
           for (const [bytes, readNow] of steps) {
@@ -128,14 +153,23 @@ describe('captured SSE stream (events)', () => {
           let at = 0;
           let step = 0;
           const check = () => {
+            const wire = c.wire();
+            // (read before the copies below, as the batch reads it: after everything else at the end)
+            const sent = wire && throughBatch(wire);
+            const text = c.text();
             const got = c.bytes();
             const parts = c.parts();
             if (at > limit) {
               expect(got).toBeUndefined();
               expect(parts).toBeUndefined();
+              expect(wire).toBeUndefined();
+              expect(text).toBeUndefined();
             } else {
-              expect(got!.equals(body.subarray(0, at))).toBe(true);
-              expect(Buffer.concat(parts!).equals(body.subarray(0, at))).toBe(true);
+              const all = body.subarray(0, at);
+              expect(got!.equals(all)).toBe(true);
+              expect(Buffer.concat(parts!).equals(all)).toBe(true);
+              expect(sent!.equals(all)).toBe(true);
+              expect(text).toBe(all.toString('utf8'));
             }
           };
           while (at < body.length) {
@@ -168,6 +202,11 @@ describe('captured SSE stream (events)', () => {
     expect(c.bytes()!.equals(whole)).toBe(true);
     expect(c.parts()!).toHaveLength(1);
     expect(c.parts()![0]!.equals(whole)).toBe(true);
+    // the report's batch takes the copy itself and rebuilds it in its own buffer; the cache entry reads it as
+    // text: neither makes a copy of its own of the 15 KB
+    expect(c.wire()).toBe(c);
+    expect(throughBatch(c.wire()!).equals(whole)).toBe(true);
+    expect(c.text()).toBe(whole.toString('utf8'));
     // all it holds is the head, one block of differences and the last event: 5.4 KB of 15 KB (the plain copy:
     // four 4 KB blocks)
     expect(held.head.length + held.blocks[0]!.length + held.last.length).toBe(4096 + 1024 + 256);
@@ -177,6 +216,8 @@ describe('captured SSE stream (events)', () => {
     for (const e of openAiEvents(10)) short.add(e);
     expect(short.bytes()!.buffer).toBe((short as unknown as { head: Buffer }).head.buffer);
     expect(Buffer.concat(short.parts()!).equals(Buffer.concat(openAiEvents(10)))).toBe(true);
+    expect((short.wire() as Buffer).buffer).toBe((short as unknown as { head: Buffer }).head.buffer);
+    expect(short.text()).toBe(Buffer.concat(openAiEvents(10)).toString('utf8'));
   });
 
   it('finds the events in chunks that hold several of them, or part of one', () => {
@@ -200,6 +241,8 @@ describe('captured SSE stream (events)', () => {
     expect(c.size).toBeGreaterThan(10_000);
     expect(c.bytes()).toBeUndefined();
     expect(c.parts()).toBeUndefined();
+    expect(c.wire()).toBeUndefined();
+    expect(c.text()).toBeUndefined();
     expect(c.size).toBe(Buffer.concat(openAiEvents(60)).length);
     expect((c as unknown as { blocks: Buffer[] }).blocks).toEqual([]);
   });

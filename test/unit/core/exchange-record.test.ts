@@ -3,7 +3,8 @@
 // is what was sent, and the worker makes the same report of a repeat as of the whole record.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type OutgoingProxyRecord, type ProxyFacts, type ProxyRecord, decodeBatch, encodeBatch, repeatOf } from '../../../src/core/exchange-record.js';
+import { type DeferredBytes, type OutgoingProxyRecord, type ProxyFacts, type ProxyRecord, decodeBatch, encodeBatch, repeatOf } from '../../../src/core/exchange-record.js';
+import { captureBody } from '../../../src/core/captured-body.js';
 import { createPriceTable } from '../../../src/core/pricing.js';
 import { createReportPipeline } from '../../../src/core/report-pipeline.js';
 import { ANSWER, REQUEST, missFacts } from '../../helpers/proxy-facts.js';
@@ -29,7 +30,34 @@ function hit(n: number, over: Partial<ProxyFacts> = {}, request = REQUEST, respo
   };
 }
 
-const bytesOf = (b: OutgoingProxyRecord['response']) => (b === undefined ? undefined : Buffer.concat(b instanceof Uint8Array ? [b] : [...b]));
+function bytesOf(b: OutgoingProxyRecord['response']): Buffer | undefined {
+  if (b === undefined) return undefined;
+  if (b instanceof Uint8Array) return Buffer.from(b);
+  if (Array.isArray(b)) return Buffer.concat(b as readonly Uint8Array[]);
+  const out = Buffer.alloc((b as DeferredBytes).size);
+  (b as DeferredBytes).writeInto(out);
+  return out;
+}
+
+describe('a batch', () => {
+  it('rebuilds a stream copied as its events\' differences in its own buffer, between the other bodies', () => {
+    const events = Array.from({ length: 80 }, (_, i) => `data: {"id":"c-1","choices":[{"delta":{"content":"w${i}"}}]}\n\n`).join('');
+    const stream = captureBody(1 << 20, { events: true });
+    for (let at = 0; at < events.length; at += 97) stream.add(Buffer.from(events.slice(at, at + 97)));
+    const wire = stream.wire()!;
+    // past its first 4 KB the copy is not a buffer or blocks: it writes itself into the batch
+    expect(wire instanceof Uint8Array || Array.isArray(wire)).toBe(false);
+    const miss = (n: number, response: OutgoingProxyRecord['response']) => hit(n, { cacheStatus: 'MISS', originReportId: undefined }, REQUEST, response);
+    const blocks = [Buffer.from('{"a":'), Buffer.from('1}')];
+    const records = [hit(0), miss(1, wire), miss(2, blocks), miss(3, wire)];
+    const batch = encodeBatch(records, [{ id: 'api-1', receivedAt: 1, body: Buffer.from('{"x":2}') }]);
+    expect(batch.bytes.byteLength).toBe(4 * Buffer.byteLength(REQUEST) + ANSWER_BYTES.length + 2 * events.length + 7 + 7);
+    const { proxy, api } = decodeBatch(batch);
+    expect(proxy.map((r) => bytesOf(r.response)!.toString())).toEqual([ANSWER, events, '{"a":1}', events]);
+    expect(proxy.map((r) => bytesOf(r.request)!.toString())).toEqual([REQUEST, REQUEST, REQUEST, REQUEST]);
+    expect(Buffer.from(api[0]!.body).toString()).toBe('{"x":2}');
+  });
+});
 
 describe('repeats of a hit in a batch', () => {
   it('cross as an id and two times, and decode to the very records sent', () => {
