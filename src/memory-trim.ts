@@ -20,6 +20,7 @@
 // beyond a few dozen, freed as they close, so the next quiet reading trims again; docs/internals.md).
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import v8 from 'node:v8';
 import { loadAddon } from './native-addon.js';
 import { NODE_MAJOR } from './node-major.js';
 
@@ -50,30 +51,39 @@ export function loadTrimBinding(): Binding | undefined {
 export const MALLOC_ARENAS = 3;
 
 /**
- * The cap on V8's semi-spaces (the young generation is two of them) the restart gives the event loop on Node 24
- * and later, in MB: the default of Node 20 and 22. Node 24 sizes them from the heap limit, up to 64 MB each on a
- * machine with this one's memory, and a thousand streams ending at once grow the event loop's new space to
- * 128 MB committed: on Node 24.21, two rounds of 1,000 streams peaked at 269–271 MB with the default, 234–244
- * with 16 and 190–216 with 4 (interleaved pairs), with no CPU per exchange visible for 16 and 5–20% more for 4
- * (docs/benchmarks.md, "Node 22 and 24").
+ * The cap on V8's semi-spaces (the young generation is two of them) the restart gives the event loop, in MB, by
+ * Node major. Node 20 and 22 let them grow to 16 MB each; 8 keeps the event loop's new space at 16 MB committed
+ * instead of 32 through a burst, which on Node 20.20 took 15-25 MB off the peak of two rounds of 1,000 streams
+ * (six interleaved runs: 154-171 MB against 173-223) for no CPU per exchange visible (three interleaved pairs of
+ * each row: hit, miss, streamed miss within 0-2%, the durable report no more; docs/benchmarks.md, "The event
+ * loop's young generation at 8 MB"). Node 24 sizes them from the heap limit, up to 64 MB each on a machine with
+ * this one's memory, and a thousand streams ending at once grow the event loop's new space to 128 MB committed:
+ * on Node 24.21, two rounds of 1,000 streams peaked at 269-271 MB with the default, 234-244 with 16, 220-271 with 8
+ * and 190-216 with 4 (interleaved pairs), with no CPU per exchange visible for 16 and 5-20% more for 4 (docs/
+ * benchmarks.md, "Node 22 and 24"): there it stays 16, what was measured.
  */
-export const SEMI_SPACE_MB = 16;
+export function semiSpaceMb(major: number = NODE_MAJOR): number {
+  return major >= 24 ? 16 : 8;
+}
 
 /**
- * The first Node major whose default semi-spaces exceed SEMI_SPACE_MB. Before it the cap would change nothing
- * for the event loop, and it would undo the report worker's smaller young generation: the flag is V8's, for
- * every isolate of the process, and outweighs a worker's `resourceLimits` (report-thread.ts; measured on
- * Node 20.20: the worker's new space 16 MB committed at the 1,000-stream peak with the flag, 8 without).
- */
-export const SEMI_SPACE_CAP_FROM_MAJOR = 24;
-
-/**
- * The command line the restart runs: `argv` with the semi-space cap after the executable on Node 24 and later
- * (`major`), unless the operator gave one (on the command line or in NODE_OPTIONS, both in `nodeOptions`).
+ * The command line the restart runs: `argv` with the semi-space cap after the executable (semiSpaceMb), unless
+ * the operator gave one (on the command line or in NODE_OPTIONS, both in `nodeOptions`).
  */
 export function withSemiSpaceCap(argv: string[], nodeOptions: string[], major: number = NODE_MAJOR): string[] {
-  if (major < SEMI_SPACE_CAP_FROM_MAJOR || argv.length === 0 || nodeOptions.some((a) => a.includes('--max-semi-space-size'))) return argv;
-  return [argv[0]!, `--max-semi-space-size=${SEMI_SPACE_MB}`, ...argv.slice(1)];
+  if (argv.length === 0 || nodeOptions.some((a) => a.includes('--max-semi-space-size'))) return argv;
+  return [argv[0]!, `--max-semi-space-size=${semiSpaceMb(major)}`, ...argv.slice(1)];
+}
+
+/**
+ * Lets the isolates started from now on (the report worker's) size their young generation themselves. The
+ * semi-space cap is V8's for every isolate of the process and outweighs a worker's `resourceLimits`; V8 reads it
+ * only as an isolate is set up, so the event loop keeps the cap it started with (checked: its new space stays
+ * at 16 MB under `--max-semi-space-size=8` after this, and a worker asking for 8 MB gets 8, not 16;
+ * test/integration/semi-space.test.ts).
+ */
+export function releaseSemiSpaceCap(): void {
+  v8.setFlagsFromString('--max-semi-space-size=0');
 }
 
 /** This process's command line as it was given (`ps` shows the same after the restart), from /proc where it can. */
@@ -89,8 +99,8 @@ export function commandLine(): string[] {
 }
 
 /**
- * Starts the process again with MALLOC_ARENA_MAX set and, on Node 24 and later, V8's semi-spaces capped
- * (SEMI_SPACE_MB, unless the operator set a cap: V8 sizes them as the isolate starts), once, before the server
+ * Starts the process again with MALLOC_ARENA_MAX set and V8's semi-spaces capped (semiSpaceMb, unless the
+ * operator set a cap: V8 sizes them as the isolate starts), once, before the server
  * loads. glibc reads the variable only as the process starts, and by the time JavaScript runs V8's helper
  * threads already hold arenas of their own (mallopt from here caps only threads started later: about half the
  * gain), so the relay execs itself: the same process (pid, parent, stdio), the same command line, one more Node

@@ -11,6 +11,7 @@ import type { RecordBatch } from './core/exchange-record.js';
 import type { ReportPort, WriterCounters } from './core/report-service.js';
 import type { ApiOutcome } from './core/report-sink.js';
 import { preparePrivateFile } from './storage/private-files.js';
+import { releaseSemiSpaceCap } from './memory-trim.js';
 import { type TracingSettings, lastExportBoundMs } from './tracing/tracing-config.js';
 import type { UpstreamProxy } from './upstream/upstream-proxy.js';
 
@@ -76,9 +77,9 @@ const WORKER_URL = import.meta.url.endsWith('.ts')
   : new URL('./report-worker.js', import.meta.url);
 
 /**
- * The worker's young generation (both semi-spaces), in MB. A `--max-semi-space-size` on Node's command line
- * outweighs it (V8's flags hold for every isolate): the relay's restart puts one there only on Node 24 and later
- * (memory-trim.ts, SEMI_SPACE_CAP_FROM_MAJOR).
+ * The worker's young generation (both semi-spaces), in MB. A `--max-semi-space-size` on Node's command line would
+ * outweigh it (V8's flags hold for every isolate, and the relay's restart puts one there for the event loop):
+ * the flag is taken back before the worker starts (memory-trim.ts, releaseSemiSpaceCap).
  */
 const YOUNG_GENERATION_MB = 8;
 
@@ -260,6 +261,7 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
     // the main thread's) would hold tens of MB of RSS for nothing after a burst.
     const workerData: ReportThreadSettings = resumable ? { ...settings, resumed: true } : settings;
     resumable = false;
+    releaseSemiSpaceCap();
     const w = new Worker(WORKER_URL, { workerData, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
     w.on('message', (msg: FromWorker) => {
       if (msg.t === 'log') {

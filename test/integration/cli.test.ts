@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { SETTINGS, flagName, helpText } from '../../src/config.js';
-import { SEMI_SPACE_CAP_FROM_MAJOR, SEMI_SPACE_MB } from '../../src/memory-trim.js';
+import { semiSpaceMb } from '../../src/memory-trim.js';
 import { NODE_MAJOR } from '../../src/node-major.js';
 import { VERSION } from '../../src/version.js';
 import { CLI, runCli } from '../helpers/relay-process.js';
@@ -145,14 +145,14 @@ describe('few malloc arenas and a capped young generation (memory-trim.ts, resta
   /** a /proc file of NUL-terminated strings, as a list */
   const procList = async (pid: number, file: 'environ' | 'cmdline') => (await readFile(`/proc/${pid}/${file}`, 'utf8')).split('\0').slice(0, -1);
 
-  it('the relay starts again as the same process with MALLOC_ARENA_MAX=3 (and the semi-space cap from Node 24 on), its output and exit status intact', async () => {
+  it('the relay starts again as the same process with MALLOC_ARENA_MAX=3 and the semi-space cap, its output and exit status intact', async () => {
     const { spawnRelay } = await import('../helpers/relay-process.js');
     const { tempDir } = await import('../helpers/relay.js');
     const relay = await spawnRelay({ RELAY_DATA_DIR: await tempDir(), RELAY_CACHE_URL: 'memory' });
     // the pid the parent spawned now runs with the variable: it was restarted in place, not forked
     expect(await procList(relay.child.pid!, 'environ')).toContain('MALLOC_ARENA_MAX=3');
-    // with the command line it was given (ps shows the same), V8's semi-spaces capped where Node's default is larger
-    const cap = NODE_MAJOR >= SEMI_SPACE_CAP_FROM_MAJOR ? [`--max-semi-space-size=${SEMI_SPACE_MB}`] : [];
+    // with the command line it was given (ps shows the same), V8's semi-spaces capped
+    const cap = [`--max-semi-space-size=${semiSpaceMb(NODE_MAJOR)}`];
     expect(await procList(relay.child.pid!, 'cmdline')).toEqual([process.execPath, ...cap, CLI]);
     const res = await fetch(`${relay.url}/healthz`);
     expect(await res.json()).toEqual({ status: 'ok' });

@@ -7,13 +7,12 @@ import { describe, expect, it } from 'vitest';
 import {
   type Binding,
   MALLOC_ARENAS,
-  SEMI_SPACE_CAP_FROM_MAJOR,
-  SEMI_SPACE_MB,
   TRIM_CHANGE_BYTES,
   commandLine,
   loadTrimBinding,
   restartForMemory,
   startMemoryTrim,
+  semiSpaceMb,
   withSemiSpaceCap,
 } from '../../src/memory-trim.js';
 import { NODE_MAJOR } from '../../src/node-major.js';
@@ -221,31 +220,23 @@ describe('restart with few malloc arenas', () => {
     };
     restartForMemory(env, native, false);
     const [node, ...rest] = commandLine();
-    // (the cap only where Node's own default is larger: see the next test)
-    const cap = NODE_MAJOR >= SEMI_SPACE_CAP_FROM_MAJOR ? [`--max-semi-space-size=${SEMI_SPACE_MB}`] : [];
+    // (the cap for this Node: see the next test)
+    const cap = [`--max-semi-space-size=${semiSpaceMb(NODE_MAJOR)}`];
     expect(f.calls).toEqual([`exec ${process.execPath} ${[node, ...cap, ...rest].join(' ')}`, `limit ${MALLOC_ARENAS}`]);
     expect(env.MALLOC_ARENA_MAX).toBeUndefined();
   });
 
-  it("caps V8's semi-spaces on the command line it execs from Node 24 on, unless the operator set a cap there or in NODE_OPTIONS", () => {
-    expect(SEMI_SPACE_MB).toBe(16);
-    expect(SEMI_SPACE_CAP_FROM_MAJOR).toBe(24);
+  it("caps V8's semi-spaces on the command line it execs (8 MB before Node 24, 16 from it), unless the operator set a cap there or in NODE_OPTIONS", () => {
     const line = ['/usr/bin/node', '--enable-source-maps', 'dist/cli.js', 'cache', 'export'];
-    for (const major of [24, 25, 26])
-      expect(withSemiSpaceCap(line, ['--enable-source-maps', ''], major)).toEqual([
-        '/usr/bin/node',
-        '--max-semi-space-size=16',
-        '--enable-source-maps',
-        'dist/cli.js',
-        'cache',
-        'export',
-      ]);
+    const capped = (mb: number) => ['/usr/bin/node', `--max-semi-space-size=${mb}`, '--enable-source-maps', 'dist/cli.js', 'cache', 'export'];
+    for (const major of [20, 22, 23]) expect(withSemiSpaceCap(line, ['--enable-source-maps', ''], major)).toEqual(capped(8));
+    for (const major of [24, 25, 26]) expect(withSemiSpaceCap(line, ['--enable-source-maps', ''], major)).toEqual(capped(16));
     const given = ['/usr/bin/node', '--max-semi-space-size=64', 'dist/cli.js'];
-    expect(withSemiSpaceCap(given, ['--max-semi-space-size=64', ''], 24)).toEqual(given);
-    expect(withSemiSpaceCap(line, ['--enable-source-maps', '--max-old-space-size=512 --max-semi-space-size=8'], 24)).toEqual(line);
-    // Node 20 and 22 stop at 16 MB by themselves; there the flag would only outweigh the report worker's smaller
-    // young generation (resourceLimits), so the command line stays as it was given
-    for (const major of [20, 22]) expect(withSemiSpaceCap(line, ['--enable-source-maps', ''], major)).toEqual(line);
+    for (const major of [20, 24]) {
+      expect(withSemiSpaceCap(given, ['--max-semi-space-size=64', ''], major)).toEqual(given);
+      expect(withSemiSpaceCap(line, ['--enable-source-maps', '--max-old-space-size=512 --max-semi-space-size=8'], major)).toEqual(line);
+    }
+    expect(withSemiSpaceCap([], [''], 20)).toEqual([]);
   });
 
   it('the Docker image, which needs no restart (it sets MALLOC_ARENA_MAX), starts with the cap the restart would add', () => {
