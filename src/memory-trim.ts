@@ -54,9 +54,9 @@ export const MALLOC_ARENAS = 3;
  * The cap on V8's semi-spaces (the young generation is two of them) the restart gives the event loop, in MB, by
  * Node major. Node 20 and 22 let them grow to 16 MB each; 8 keeps the event loop's new space at 16 MB committed
  * instead of 32 through a burst, which on Node 20.20 took 15-25 MB off the peak of two rounds of 1,000 streams
- * (six interleaved runs: 154-171 MB against 173-223) for no CPU per exchange visible (three interleaved pairs of
- * each row: hit, miss, streamed miss within 0-2%, the durable report no more; docs/benchmarks.md, "The event
- * loop's young generation at 8 MB"). Node 24 sizes them from the heap limit, up to 64 MB each on a machine with
+ * (six interleaved runs: 154-171 MB against 173-223), for a streamed miss ~2-5% more CPU (nine interleaved
+ * pairs; hits, misses and durable reports within 0-4%: docs/benchmarks.md, "The event loop's young generation
+ * at 8 MB"). Node 24 sizes them from the heap limit, up to 64 MB each on a machine with
  * this one's memory, and a thousand streams ending at once grow the event loop's new space to 128 MB committed:
  * on Node 24.21, two rounds of 1,000 streams peaked at 269-271 MB with the default, 234-244 with 16, 220-271 with 8
  * and 190-216 with 4 (interleaved pairs), with no CPU per exchange visible for 16 and 5-20% more for 4 (docs/

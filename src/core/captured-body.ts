@@ -8,9 +8,10 @@
 // blocks, where blocks doubling from 4 KB took 28 KB). When the stream has ended its copy is handed on as
 // it is (wire: the report's batch copies the blocks in, or rebuilds an SSE copy straight into itself; text:
 // the cache entry reads it through the thread's scratch bytes), so a thousand streams ending together do not
-// each make a joined copy of their own that waits outside V8's heap for a collection. Past `limit` bytes the copy is dropped (the answer is still served, just not stored) and
-// only the size is kept. An SSE stream's copy (`events`) keeps its first 4 KB so, and each event after them
-// as what it changes in the one before (EventCapture): a few dozen bytes where the event was a few hundred.
+// each make a joined copy of their own that waits outside V8's heap for a collection. Past `limit` bytes the
+// copy is dropped (the answer is still served, just not stored) and only the size is kept. An SSE stream's
+// copy (`events`) keeps its first 4 KB so, and each event after them as what it changes in the one before
+// (EventCapture): a few dozen bytes where the event was a few hundred.
 import type { DeferredBytes, WireBytes } from './exchange-record.js';
 import { scratchBytes } from '../scratch-buffer.js';
 
@@ -300,7 +301,7 @@ class EventCapture extends BoundedCopy implements DeferredBytes {
     return out;
   }
 
-  /** the copy rebuilt into `out` (`size` bytes long), once it is past its plain start */
+  /** the copy rebuilt into `out`, which is `size` bytes long */
   writeInto(out: Uint8Array): void {
     if (this.plain !== null) {
       if (this.head !== undefined) out.set(this.head.subarray(0, this.size));
