@@ -2,13 +2,16 @@
 // gpt-tokenizer keeps an encoding's 200,000 ranks as a module of strings, a Map of them, a sorted array of
 // byte arrays and a merge cache of up to 100,000 entries: ~25 MB of the report worker's heap (measured),
 // for a count. Here the same ranks (gpt-tokenizer's own copy of the rank file) live in typed arrays: every
-// token's bytes end to end, where each starts and its length, and an open-addressing hash table from bytes
-// to rank, about 5 MB for o200k. The pre-split (the encoding's regex, gpt-tokenizer's own), the whole-piece lookup
-// and the merge (the lowest rank first, the leftmost of equals) are gpt-tokenizer's countTokens step by
-// step, so the counts are the same (a property test compares them on random texts); a text holding one of
-// the encoding's special tokens throws, as countTokens does. Except around a U+FEFF: gpt-tokenizer keys its
-// ranks by their decoded text, and TextDecoder drops a leading byte order mark, so it never finds the BOM's
-// tokens; looked up by bytes here, such a text counts as OpenAI's tiktoken counts it.
+// token's bytes end to end in rank order, where each starts (the next one's start is where it ends), and an
+// open-addressing hash table from bytes to rank whose entries carry bits of their hash beside the rank, so a
+// probe reads the token's bytes only when those bits match: 3.2 MB for o200k, 1.6 for cl100k (4.9 and 2.4
+// while the table was at most half full and the lengths were an array; docs/benchmarks.md). The pre-split
+// (the encoding's regex, gpt-tokenizer's own), the whole-piece lookup and the merge (the lowest rank first,
+// the leftmost of equals) are gpt-tokenizer's countTokens step by step, so the counts are the same (a property
+// test compares them on random texts); a text holding one of the encoding's special tokens throws, as
+// countTokens does. Except around a U+FEFF: gpt-tokenizer keys its ranks by their decoded text, and
+// TextDecoder drops a leading byte order mark, so it never finds the BOM's tokens; looked up by bytes here,
+// such a text counts as OpenAI's tiktoken counts it.
 import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
@@ -19,17 +22,22 @@ export const ENCODINGS: readonly Encoding[] = ['o200k_base', 'cl100k_base'];
 const require = createRequire(import.meta.url);
 
 export interface Ranks {
-  /** every token's bytes, end to end, in the order of the rank file */
+  /** every token's bytes, end to end, in rank order */
   bytes: Uint8Array;
-  /** where token r starts in `bytes`, and how long it is */
+  /** where token r starts in `bytes` (n + 1 of them: token r ends where r + 1 starts; a rank the file lacks is empty) */
   starts: Uint32Array;
-  lengths: Uint16Array;
-  /** rank + 1 of the token whose bytes hash to a slot (0: empty), probed linearly */
-  table: Int32Array;
+  /**
+   * Slots probed linearly from a hash's low bits (`& mask`): 0 is empty, else rank + 1 in the low `rankBits`
+   * bits and the high bits of the token's hash above them (a probe whose bits differ is not this token).
+   */
+  table: Uint32Array;
   mask: number;
+  rankBits: number;
 }
 
 const NONE = 0x7fffffff;
+/** The hash table is made at least this many times as large as the tokens it holds (at most 80% full). */
+const TABLE_SLACK = 1.25;
 
 function hashOf(bytes: Uint8Array, from: number, to: number): number {
   let h = 0x811c9dc5;
@@ -52,20 +60,25 @@ export function readTiktoken(file: Uint8Array): Ranks {
   let maxRank = -1;
   let total = 0;
   forEachLine(file, (at, space, rank) => {
-    if (rank > maxRank) maxRank = rank;
+    // (a token's end is the next rank's start: the bytes must lie in rank order)
+    if (rank <= maxRank) throw new Error(`rank ${rank} follows rank ${maxRank}: the rank file is not in rank order`);
+    maxRank = rank;
     total += ((space - at) * 3) >> 2;
     lines++;
   });
   const n = maxRank + 1;
-  const bytes = new Uint8Array(total);
-  const starts = new Uint32Array(n);
-  const lengths = new Uint16Array(n);
+  const rankBits = 32 - Math.clz32(n);
+  if (rankBits > 24) throw new Error(`${n} ranks leave too few bits of hash in a table entry`);
+  let bytes = new Uint8Array(total);
+  const starts = new Uint32Array(n + 1);
   let size = 1;
-  while (size < lines * 2) size <<= 1;
-  const table = new Int32Array(size);
+  while (size < lines * TABLE_SLACK) size <<= 1;
+  const table = new Uint32Array(size);
   const mask = size - 1;
   let put = 0;
+  let next = 0; // the first rank whose start is not set yet
   forEachLine(file, (at, space, rank) => {
+    while (next <= rank) starts[next++] = put;
     const from = put;
     let bits = 0;
     let acc = 0;
@@ -79,13 +92,15 @@ export function readTiktoken(file: Uint8Array): Ranks {
         bytes[put++] = (acc >> bits) & 0xff;
       }
     }
-    starts[rank] = from;
-    lengths[rank] = put - from;
-    let slot = hashOf(bytes, from, put) & mask;
+    const hash = hashOf(bytes, from, put);
+    let slot = hash & mask;
     while (table[slot] !== 0) slot = (slot + 1) & mask;
-    table[slot] = rank + 1;
+    table[slot] = (((hash >>> rankBits) << rankBits) | (rank + 1)) >>> 0;
   });
-  return { bytes, starts, lengths, table, mask };
+  starts[n] = put;
+  // (the first pass counted the base64 padding as bytes)
+  if (put < total) bytes = bytes.slice(0, put);
+  return { bytes, starts, table, mask, rankBits };
 }
 
 /** Each `<base64> <rank>` line of a tiktoken file: where it starts, where its space is, and its rank. */
@@ -112,7 +127,8 @@ function forEachLine(file: Uint8Array, visit: (at: number, space: number, rank: 
 
 /** 'BPER' */
 const MAGIC = 0x52455042;
-const FORMAT = 1;
+/** 2: the lengths derived from the starts, the table's entries tagged with their hash (1: neither). */
+const FORMAT = 2;
 const HEADER_WORDS = 8;
 /** A section's length in the file: each starts 4-byte aligned. */
 const padded = (len: number): number => (len + 3) & ~3;
@@ -134,15 +150,15 @@ export function tablesFile(encoding: Encoding): URL {
   return new URL(`../ranks/${encoding}.bin`, import.meta.url);
 }
 
-/** The tables as one buffer: a header, then starts, table, lengths and bytes, each 4-byte aligned. */
+/** The tables as one buffer: a header, then starts, table and bytes, each 4-byte aligned. */
 export function packRanks(encoding: Encoding, ranks: Ranks): Buffer {
-  const n = ranks.starts.length;
-  const parts = [ranks.starts, ranks.table, ranks.lengths, ranks.bytes];
+  const n = ranks.starts.length - 1;
+  const parts = [ranks.starts, ranks.table, ranks.bytes];
   const size = HEADER_WORDS * 4 + parts.reduce((sum, p) => sum + padded(p.byteLength), 0);
   const out = Buffer.alloc(size);
   const [sourceSize, version] = sourceStamp(encoding);
   const header = new Uint32Array(out.buffer, out.byteOffset, HEADER_WORDS);
-  header.set([MAGIC, FORMAT, n, ranks.table.length, ranks.bytes.length, sourceSize, version, 0]);
+  header.set([MAGIC, FORMAT, n, ranks.table.length, ranks.bytes.length, sourceSize, version, ranks.rankBits]);
   let at = HEADER_WORDS * 4;
   for (const p of parts) {
     out.set(new Uint8Array(p.buffer, p.byteOffset, p.byteLength), at);
@@ -154,26 +170,28 @@ export function packRanks(encoding: Encoding, ranks: Ranks): Buffer {
 /** The tables from a file packRanks wrote, or undefined when it is not one for this encoding's ranks. */
 export function unpackRanks(encoding: Encoding, file: Uint8Array): Ranks | undefined {
   if (file.byteLength < HEADER_WORDS * 4 || file.byteOffset % 4 !== 0) return undefined;
-  const [magic, format, n, tableSize, bytesLength, sourceSize, version] = new Uint32Array(file.buffer, file.byteOffset, HEADER_WORDS);
+  const [magic, format, n, tableSize, bytesLength, sourceSize, version, rankBits] = new Uint32Array(file.buffer, file.byteOffset, HEADER_WORDS);
   const [expectSize, expectVersion] = sourceStamp(encoding);
   if (magic !== MAGIC || format !== FORMAT || sourceSize !== expectSize || version !== expectVersion) return undefined;
+  if (rankBits !== 32 - Math.clz32(n!) || tableSize === 0 || (tableSize! & (tableSize! - 1)) !== 0) return undefined;
   let at = file.byteOffset + HEADER_WORDS * 4;
   const take = (bytes: number): number => {
     const from = at;
     at += padded(bytes);
     return from;
   };
-  const startsAt = take(n! * 4);
+  const startsAt = take((n! + 1) * 4);
   const tableAt = take(tableSize! * 4);
-  const lengthsAt = take(n! * 2);
   const bytesAt = take(bytesLength!);
-  if (at - file.byteOffset !== file.byteLength || tableSize === 0 || (tableSize! & (tableSize! - 1)) !== 0) return undefined;
+  if (at - file.byteOffset !== file.byteLength) return undefined;
+  const starts = new Uint32Array(file.buffer, startsAt, n! + 1);
+  if (starts[n!] !== bytesLength) return undefined;
   return {
-    starts: new Uint32Array(file.buffer, startsAt, n),
-    table: new Int32Array(file.buffer, tableAt, tableSize),
-    lengths: new Uint16Array(file.buffer, lengthsAt, n),
+    starts,
+    table: new Uint32Array(file.buffer, tableAt, tableSize),
     bytes: new Uint8Array(file.buffer, bytesAt, bytesLength),
     mask: tableSize! - 1,
+    rankBits: rankBits!,
   };
 }
 
@@ -190,21 +208,31 @@ export function loadRanks(encoding: Encoding, tables: URL = tablesFile(encoding)
 
 /** The rank of bytes[from..to), or NONE. */
 function rankOf(ranks: Ranks, piece: Uint8Array, from: number, to: number): number {
-  const { bytes, starts, lengths, table, mask } = ranks;
+  const { bytes, starts, table, mask, rankBits } = ranks;
   const len = to - from;
-  let slot = hashOf(piece, from, to) & mask;
+  const hash = hashOf(piece, from, to);
+  const tag = hash >>> rankBits;
+  let slot = hash & mask;
   for (;;) {
     const entry = table[slot]!;
     if (entry === 0) return NONE;
-    const r = entry - 1;
-    const s = starts[r]!;
-    if (lengths[r] === len) {
-      let i = 0;
-      while (i < len && bytes[s + i] === piece[from + i]) i++;
-      if (i === len) return r;
+    if (entry >>> rankBits === tag) {
+      const r = (entry & ((1 << rankBits) - 1)) - 1;
+      const s = starts[r]!;
+      if (starts[r + 1]! - s === len) {
+        let i = 0;
+        while (i < len && bytes[s + i] === piece[from + i]) i++;
+        if (i === len) return r;
+      }
     }
     slot = (slot + 1) & mask;
   }
+}
+
+/** The rank of a token's bytes, or undefined when they are not one of the encoding's tokens. */
+export function rankOfBytes(ranks: Ranks, bytes: Uint8Array): number | undefined {
+  const r = rankOf(ranks, bytes, 0, bytes.length);
+  return r === NONE ? undefined : r;
 }
 
 export interface BpeCounter {

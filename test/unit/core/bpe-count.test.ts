@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ENCODINGS, type Encoding, type Ranks, createBpeCounter, loadRanks, packRanks, rankFile, readTiktoken, unpackRanks } from '../../../src/core/bpe-count.js';
+import { ENCODINGS, type Encoding, type Ranks, createBpeCounter, loadRanks, packRanks, rankFile, rankOfBytes, readTiktoken, unpackRanks } from '../../../src/core/bpe-count.js';
 
 const require = createRequire(import.meta.url);
 
@@ -104,9 +104,30 @@ describe.each(ENCODINGS)('the rank tables file the build writes (%s)', (encoding
   const parsed = readTiktoken(readFileSync(rankFile(encoding)));
   const bytesOf = (a: ArrayBufferView): Buffer => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
   const sameTables = (a: Ranks, b: Ranks): boolean =>
-    a.mask === b.mask && (['bytes', 'starts', 'lengths', 'table'] as const).every((k) => bytesOf(a[k]).equals(bytesOf(b[k])));
+    a.mask === b.mask && a.rankBits === b.rankBits && (['bytes', 'starts', 'table'] as const).every((k) => bytesOf(a[k]).equals(bytesOf(b[k])));
   const dir = mkdtempSync(join(tmpdir(), 'relay-ranks-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('finds every token of the rank file by its bytes, and no other bytes; the table is at most 80% full', () => {
+    const byBytes = new Map<string, number>();
+    for (const line of readFileSync(rankFile(encoding), 'utf8').split('\n')) {
+      const [b64, rank] = line.split(' ');
+      if (b64 && rank) byBytes.set(Buffer.from(b64, 'base64').toString('latin1'), Number(rank));
+    }
+    expect(byBytes.size).toBeGreaterThan(99_000);
+    for (const [bytes, rank] of byBytes) expect(rankOfBytes(parsed, Buffer.from(bytes, 'latin1'))).toBe(rank);
+    // short byte strings are often tokens, longer ones seldom: both answers are checked against the file
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 1, maxLength: 8 }), (bytes) => {
+        expect(rankOfBytes(parsed, bytes)).toBe(byBytes.get(Buffer.from(bytes).toString('latin1')));
+      }),
+      { numRuns: 20_000 },
+    );
+    const used = parsed.table.reduce((sum, entry) => sum + (entry === 0 ? 0 : 1), 0);
+    expect(used).toBe(byBytes.size);
+    expect(parsed.table.length).toBeGreaterThanOrEqual(used * 1.25);
+    expect(parsed.table.length / 2).toBeLessThan(used * 1.25);
+  });
 
   it('holds exactly the parsed tables, and loadRanks takes them from it (views of the one buffer read)', () => {
     // (npm test builds first: dist/ranks is the build's)
@@ -129,7 +150,8 @@ describe.each(ENCODINGS)('the rank tables file the build writes (%s)', (encoding
     };
     const files: Record<string, Buffer> = {
       magic: withWord(0, 0x12345678),
-      format: withWord(1, 2),
+      'format 1 (lengths of their own, entries without hash bits)': withWord(1, 1),
+      'rank bits that do not fit the ranks': withWord(7, parsed.rankBits + 1),
       'rank file size': withWord(5, statSync(rankFile(encoding)).size + 1),
       "gpt-tokenizer's version": withWord(6, (good.readUInt32LE(24) ^ 1) >>> 0),
       'cut short': good.subarray(0, good.length - 8),
