@@ -50,6 +50,6 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
 # SIGTERM from `docker stop` drains in-flight calls and flushes reports (RELAY_SHUTDOWN_GRACE_MS).
 STOPSIGNAL SIGTERM
 # V8's semi-spaces capped as the relay caps them on Node 24 when it starts itself again (src/memory-trim.ts,
-# SEMI_SPACE_MB; the MALLOC_* settings above make that restart unneeded here): Node 24 would size them up to 64 MB
-# each. The flag holds for the report worker too (16 MB where it asks for 8): measured worth it on Node 24.
+# semiSpaceMb; the MALLOC_* settings above make that restart unneeded here): Node 24 would size them up to 64 MB
+# each. The relay takes the flag back before its report worker starts, which keeps its own 8 MB young generation.
 CMD ["node", "--max-semi-space-size=16", "dist/cli.js"]
