@@ -20,8 +20,6 @@ export interface CapturedBody {
   readonly size: number;
   /** the body so far, joined into one buffer (valid until the next add); undefined once it outgrew the limit */
   bytes(): Buffer | undefined;
-  /** the body so far as its blocks, in order, nothing copied (valid until the next add); undefined once it outgrew the limit */
-  parts(): Buffer[] | undefined;
   /**
    * the ended body as the report's batch takes it: its blocks, or (an SSE stream's copy) the copy itself, rebuilt
    * straight into the batch when it is encoded (no more adds after this); undefined once it outgrew the limit
@@ -67,7 +65,6 @@ abstract class BoundedCopy implements CapturedBody {
   /** lets go of what is held (the copy outgrew the limit) */
   protected abstract drop(): void;
   abstract bytes(): Buffer | undefined;
-  abstract parts(): Buffer[] | undefined;
   abstract wire(): WireBytes | undefined;
   abstract text(): string | undefined;
 }
@@ -98,7 +95,8 @@ class Capture extends BoundedCopy {
     }
   }
 
-  parts(): Buffer[] | undefined {
+  /** the blocks themselves, in order, the last one cut to what it holds: nothing copied (valid until the next add) */
+  wire(): Buffer[] | undefined {
     if (this.over) return undefined;
     const { blocks } = this;
     if (this.room === 0) return blocks.slice();
@@ -106,12 +104,8 @@ class Capture extends BoundedCopy {
     return blocks.map((b, i) => (i === last ? b.subarray(0, b.length - this.room) : b));
   }
 
-  wire(): WireBytes | undefined {
-    return this.parts();
-  }
-
   text(): string | undefined {
-    const parts = this.parts();
+    const parts = this.wire();
     if (parts === undefined) return undefined;
     if (parts.length === 1) return parts[0]!.toString('utf8');
     // the blocks joined in the scratch bytes, read as text from there
@@ -272,11 +266,6 @@ class EventCapture extends BoundedCopy implements DeferredBytes {
     put(block, at, chunk, from, middle);
     this.room -= need;
     this.encoded += need;
-  }
-
-  parts(): Buffer[] | undefined {
-    const whole = this.bytes();
-    return whole && [whole];
   }
 
   wire(): WireBytes | undefined {
