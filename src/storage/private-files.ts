@@ -5,6 +5,7 @@
 // by others are tightened when they are opened again. A data dir that already exists keeps its mode: it
 // may be a directory the user chose for more than the relay.
 import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 
 export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
@@ -14,8 +15,35 @@ export function sqliteCompanions(file: string): string[] {
   return [`${file}-wal`, `${file}-shm`, `${file}-journal`];
 }
 
+/**
+ * Makes `dir` and the parents it lacks (each 0700), walking up once. Not `mkdirSync(…, { recursive: true })`:
+ * Node's loops forever (at full CPU) where mkdir says ENOENT under a parent that exists, as in /proc or /sys,
+ * so a data dir mistyped there would hang the start instead of failing it. Here the second ENOENT is thrown.
+ */
 export function makePrivateDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  try {
+    mkdirSync(dir, { mode: PRIVATE_DIR_MODE });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST' && isDirectory(dir)) return;
+    const parent = dirname(dir);
+    if (code !== 'ENOENT' || parent === dir) throw err;
+    makePrivateDir(parent);
+    try {
+      mkdirSync(dir, { mode: PRIVATE_DIR_MODE });
+    } catch (again) {
+      // (another process made it meanwhile)
+      if ((again as NodeJS.ErrnoException).code !== 'EEXIST' || !isDirectory(dir)) throw again;
+    }
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -5,7 +5,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DataDirInUseError } from '../../src/storage/data-dir-lock.js';
 import { VERSION } from '../../src/version.js';
@@ -103,6 +103,21 @@ describe('one relay per data dir', () => {
     expect(failed).not.toBeInstanceOf(DataDirInUseError);
     const next = await startRelay({ dataDir: dir, upstreamUrl: up.url });
     await next.close();
+  });
+
+  it('a data dir that cannot be made stops the start at once with exit 1, naming it (under /proc: no endless mkdir)', async () => {
+    const file = join(await tempDir(), 'a-file');
+    dirs.push(dirname(file));
+    await writeFile(file, 'x');
+    for (const [dir, problem] of [
+      ['/proc/llm-relay-data', "ENOENT: no such file or directory, mkdir '/proc/llm-relay-data'"],
+      [join(file, 'data'), `ENOTDIR: not a directory, mkdir '${join(file, 'data')}'`],
+    ] as const) {
+      const started = Date.now();
+      const run = await cli([], { RELAY_DATA_DIR: dir, RELAY_UPSTREAM_URL: up.url });
+      expect(run).toEqual({ code: 1, stdout: '', stderr: `llm-relay: could not start: ${problem}\n` });
+      expect(Date.now() - started).toBeLessThan(4000);
+    }
   });
 
   it('after SIGKILL of the holder, a new relay starts on the dir at once (nothing stale is left)', async () => {
