@@ -21,20 +21,25 @@ export function sqliteCompanions(file: string): string[] {
  * so a data dir mistyped there would hang the start instead of failing it. Here the second ENOENT is thrown.
  */
 export function makePrivateDir(dir: string): void {
+  if (mkdirOrMissing(dir) === undefined) return;
+  makePrivateDir(dirname(dir));
+  const again = mkdirOrMissing(dir);
+  if (again) throw again;
+}
+
+/**
+ * Makes `dir` (a directory there already, made by anyone, will do); returns mkdir's ENOENT when a parent is
+ * missing, and throws every other failure.
+ */
+function mkdirOrMissing(dir: string): NodeJS.ErrnoException | undefined {
   try {
     mkdirSync(dir, { mode: PRIVATE_DIR_MODE });
+    return undefined;
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST' && isDirectory(dir)) return;
-    const parent = dirname(dir);
-    if (code !== 'ENOENT' || parent === dir) throw err;
-    makePrivateDir(parent);
-    try {
-      mkdirSync(dir, { mode: PRIVATE_DIR_MODE });
-    } catch (again) {
-      // (another process made it meanwhile)
-      if ((again as NodeJS.ErrnoException).code !== 'EEXIST' || !isDirectory(dir)) throw again;
-    }
+    if (code === 'EEXIST' && isDirectory(dir)) return undefined;
+    if (code === 'ENOENT' && dirname(dir) !== dir) return err as NodeJS.ErrnoException;
+    throw err;
   }
 }
 
