@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TRACING_OFF, type TracingSettings, tracingFromEnv } from './tracing/tracing-config.js';
+import { type LlhttpBuild, upstreamParserFromEnv } from './upstream/parser-warmup.js';
 import { type UpstreamProxy, proxyFromEnv } from './upstream/upstream-proxy.js';
 
 export interface RouteConfig {
@@ -59,6 +60,11 @@ export interface RelayConfig {
   tracing: TracingSettings;
   /** from the standard HTTPS_PROXY, HTTP_PROXY and NO_PROXY only (upstream/upstream-proxy.ts); none: calls go straight out */
   upstreamProxy?: UpstreamProxy;
+  /**
+   * undici's HTTP parser build a listening relay compiles at start (upstream/parser-warmup.ts), from undici's
+   * UNDICI_NO_WASM_SIMD and Node's NODE_OPTIONS; none offline, or with the operator's own WebAssembly flags
+   */
+  upstreamParser?: LlhttpBuild;
 }
 
 type Kind = 'int' | 'string' | 'bool' | 'onoff' | 'list' | 'url' | 'enum' | 'level' | 'duration';
@@ -225,6 +231,8 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<RelayConfig> {
   config.tracing = sources.overrides?.tracing ?? tracingFromEnv(env, problems);
   const proxy = sources.overrides && 'upstreamProxy' in sources.overrides ? sources.overrides.upstreamProxy : proxyFromEnv(env, problems);
   if (proxy) config.upstreamProxy = proxy;
+  const parser = config.offline ? undefined : upstreamParserFromEnv(env);
+  if (parser) config.upstreamParser = parser;
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
 }

@@ -3,6 +3,7 @@
 import type { RelayConfig } from './config.js';
 import { type AppOverrides, type Relay, buildApp } from './app.js';
 import { loadTrimBinding, startMemoryTrim } from './memory-trim.js';
+import { warmUpstreamParser } from './upstream/parser-warmup.js';
 
 /** How long after the grace period a shutdown may still take (flushing reports, closing stores). */
 const HARD_EXIT_AFTER_GRACE_MS = 10_000;
@@ -21,6 +22,15 @@ export async function startServer(config: Readonly<RelayConfig>, overrides: AppO
       { host: config.host },
       'listening on a non-loopback address without RELAY_API_TOKENS: anyone who can reach this port can use it',
     );
+  }
+
+  // undici's parser compiled now, while nothing else happens, not in the first busy minute (parser-warmup.ts);
+  // not for a relay that never calls upstream
+  if (config.upstreamParser) {
+    const started = performance.now();
+    void warmUpstreamParser(config.upstreamParser).then((module) => {
+      if (module) log.debug({ ms: Math.round(performance.now() - started) }, 'upstream parser compiled');
+    });
   }
 
   const mb = (bytes: number): number => Math.round(bytes / 104_857.6) / 10;

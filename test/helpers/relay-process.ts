@@ -11,8 +11,9 @@ export interface RelayProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export async function spawnRelay(env: Record<string, string>, args: string[] = [], cwd?: string): Promise<RelayProcess> {
-  const child = spawn(process.execPath, [CLI, ...args], {
+/** `nodeArgs`: Node's own options, before the script (V8's flags, which NODE_OPTIONS does not take) */
+export async function spawnRelay(env: Record<string, string>, args: string[] = [], cwd?: string, nodeArgs: string[] = []): Promise<RelayProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, CLI, ...args], {
     ...(cwd ? { cwd } : {}),
     env: { PATH: process.env.PATH ?? '', PORT: '0', RELAY_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
