@@ -61,7 +61,7 @@ describe("undici's parser compiled ahead of the first call (parser-warmup.ts)", 
     expect(await compiles(true, true)).toEqual(warm);
   }, 120_000);
 
-  it('is done by the relay once it listens: its first call upstream compiles nothing with Liftoff', async () => {
+  it('is done by the relay before it listens: its first call upstream compiles nothing with Liftoff', async () => {
     const upstream = await startFakeUpstream();
     const relay = await spawnRelay(
       { RELAY_UPSTREAM_URL: upstream.url, RELAY_DATA_DIR: await tempDir() },
@@ -70,7 +70,6 @@ describe("undici's parser compiled ahead of the first call (parser-warmup.ts)", 
       ['--trace-wasm-compilation-times'],
     );
     try {
-      // (a first call during the compile would wait for it and compile nothing either: no waiting needed here)
       const res = await fetch(`${relay.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: 'Bearer sk-test' },
