@@ -61,8 +61,9 @@ export interface RelayConfig {
   /** from the standard HTTPS_PROXY, HTTP_PROXY and NO_PROXY only (upstream/upstream-proxy.ts); none: calls go straight out */
   upstreamProxy?: UpstreamProxy;
   /**
-   * undici's HTTP parser build a listening relay compiles at start (upstream/parser-warmup.ts), from undici's
-   * UNDICI_NO_WASM_SIMD and Node's NODE_OPTIONS; none offline, or with the operator's own WebAssembly flags
+   * undici's HTTP parser build the relay compiles as it starts, before it listens (upstream/parser-warmup.ts),
+   * from undici's UNDICI_NO_WASM_SIMD and Node's NODE_OPTIONS; none offline, or with the operator's own
+   * WebAssembly flags
    */
   upstreamParser?: LlhttpBuild;
 }

@@ -8,11 +8,12 @@
 //
 // So a relay that will call upstream compiles the module with TurboFan as it starts (server.ts: on V8's
 // background threads while the app is built, ~0.2 s of CPU, the event loop free meanwhile; it listens once the
-// compile is done and the compiler's ~35 MB are handed back with a trim). V8 keeps one compiled copy per distinct module in the process
-// (its native module cache, by the module's bytes), so when undici compiles the same bytes at the first call
-// it gets this compiled code — no Liftoff, no tier-up. V8 has no per-module switch for that: its compiler
-// flags are set for the compile and set back when it is done (a module some other code compiles meanwhile is
-// compiled the same way; the relay compiles no other). A call that compiles the same bytes meanwhile waits for it.
+// compile is done and the compiler's ~35 MB are handed back with a trim). V8 keeps one compiled copy of a
+// module per process (its native module cache, by the module's bytes), so when undici compiles the same bytes
+// at the first call it gets this compiled code — no Liftoff, no tier-up. V8 has no per-module switch for that:
+// its compiler flags are set for the compile and set back when it is done (a module some other code compiles
+// meanwhile is compiled the same way; the relay compiles no other). A compile of the same bytes meanwhile
+// waits for this one.
 import { createRequire } from 'node:module';
 import v8 from 'node:v8';
 

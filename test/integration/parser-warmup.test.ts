@@ -64,12 +64,19 @@ describe("undici's parser compiled ahead of the first call (parser-warmup.ts)", 
   it('is done by the relay before it listens: its first call upstream compiles nothing with Liftoff', async () => {
     const upstream = await startFakeUpstream();
     const relay = await spawnRelay(
-      { RELAY_UPSTREAM_URL: upstream.url, RELAY_DATA_DIR: await tempDir() },
+      { RELAY_UPSTREAM_URL: upstream.url, RELAY_DATA_DIR: await tempDir(), RELAY_LOG_LEVEL: 'debug', RELAY_LOG_FORMAT: 'json' },
       [],
       undefined,
       ['--trace-wasm-compilation-times'],
     );
     try {
+      // compiled, and its memory handed back, before the relay said it listens
+      const lines = relay.output().split('\n');
+      const compiled = lines.findIndex((l) => l.includes('"msg":"upstream parser compiled"'));
+      expect(compiled).toBeGreaterThanOrEqual(0);
+      // (`trimmed`: malloc_trim's answer, true when it gave pages back — whether it had any is glibc's business)
+      expect(JSON.parse(lines[compiled]!)).toMatchObject({ compiled: true, trimmed: expect.any(Boolean) });
+      expect(compiled).toBeLessThan(lines.findIndex((l) => l.includes('listening on http://')));
       const res = await fetch(`${relay.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: 'Bearer sk-test' },
