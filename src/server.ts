@@ -1,5 +1,6 @@
 // The process: build the app, listen, and shut down gracefully on SIGTERM/SIGINT — stop accepting, let
 // in-flight calls finish within the grace period, flush every report, close the stores, exit 0.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { RelayConfig } from './config.js';
 import { type AppOverrides, type Relay, buildApp } from './app.js';
 import { loadTrimBinding, startMemoryTrim } from './memory-trim.js';
@@ -21,7 +22,7 @@ export async function startServer(config: Readonly<RelayConfig>, overrides: AppO
   const relay = await buildApp(config, overrides);
   const { log, server } = relay;
   if (parser) {
-    const module = await Promise.race([parser, delay(PARSER_WAIT_MS)]);
+    const module = await Promise.race([parser, sleep(PARSER_WAIT_MS, undefined, { ref: false })]);
     // (what the compiler freed lies between the blocks the start allocated meanwhile: handed back here)
     const trimmed = loadTrimBinding()?.trim();
     log.debug({ compiled: module !== undefined, ms: Math.round(performance.now() - started), trimmed }, 'upstream parser compiled');
@@ -80,10 +81,6 @@ export async function startServer(config: Readonly<RelayConfig>, overrides: AppO
   process.once('SIGTERM', shutdown);
   process.once('SIGINT', shutdown);
   return relay;
-}
-
-function delay(ms: number): Promise<undefined> {
-  return new Promise((resolve) => setTimeout(() => resolve(undefined), ms).unref());
 }
 
 function isLoopback(host: string): boolean {
