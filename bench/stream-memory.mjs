@@ -15,10 +15,9 @@
 // adds ~1 MB to each isolate.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { exitOnProblems, parseCommandLine, parseRelayEnv } from './lib/options.mjs';
-import { BENCH_DIR, ROOT, freePort, installCleanup, makeLog, sleep, spawnNode, startRelay, stopChild } from './lib/processes.mjs';
+import { BENCH_DIR, ROOT, freePort, installCleanup, makeLog, makeTempDir, sleep, spawnNode, startRelay, stopChild } from './lib/processes.mjs';
 
 const HELP = `Usage: node bench/stream-memory.mjs [options]   (npm run build first)
 
@@ -27,7 +26,7 @@ const HELP = `Usage: node bench/stream-memory.mjs [options]   (npm run build fir
   --streams N        streams a round                                         default 1000
   --relay-env K=V    a setting for every relay (repeatable)
   --shared DIR       the shared measuring tools                              default ../shared/bench
-  --json FILE        also write every run's figures and samples as JSON
+  --json FILE        also write every run's figures as JSON
 `;
 
 const values = parseCommandLine(
@@ -119,8 +118,8 @@ function isolatesAt(lines, at) {
   return [...byTag.values()];
 }
 
-async function measure(build, upstreamUrl) {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'relay-stream-memory-'));
+async function measure(build, upstreamUrl, under) {
+  const dataDir = mkdtempSync(path.join(under, 'run-'));
   const probe = path.join(dataDir, 'isolates.ndjson');
   const nodeOptions = [process.env.NODE_OPTIONS, `--require "${PROBE}"`].filter(Boolean).join(' ');
   const relay = await startRelay({
@@ -179,12 +178,14 @@ const mock = spawnNode('fake upstream', [path.join(shared, 'upstream.mjs')], {
   env: { ...process.env, UPSTREAM_PORT: String(port), STREAM_CHUNKS: '60', STREAM_CHUNK_DELAY_MS: '100' },
 });
 const results = [];
+// (removed at the end, on failure and on Ctrl-C, with whatever a run left in it)
+const runs = await makeTempDir('relay-stream-memory-');
 try {
   await sleep(500);
   for (let i = 1; i <= pairs; i++) {
     for (const build of builds) {
       log(`${build.label}, run ${i} of ${pairs}: two rounds of ${streams} streams`);
-      const r = await measure(build, upstreamUrl);
+      const r = await measure(build, upstreamUrl, runs);
       results.push(r);
       console.log(describe(r));
     }
