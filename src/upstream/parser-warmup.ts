@@ -76,6 +76,12 @@ export function warmUpstreamParser(build: LlhttpBuild): Promise<WasmModule | und
   return compiled;
 }
 
+/**
+ * V8's defaults, set back after the compile (V8 has no way to read a flag; the warm-up runs only when the operator
+ * set none of these, so the defaults are what was in force). A test holds them to `node --v8-options`.
+ */
+export const V8_WASM_DEFAULTS = ['--liftoff', '--wasm-lazy-compilation'] as const;
+
 async function compileOptimized(files: readonly string[]): Promise<WasmModule | undefined> {
   v8.setFlagsFromString('--no-liftoff');
   v8.setFlagsFromString('--no-wasm-lazy-compilation');
@@ -90,7 +96,6 @@ async function compileOptimized(files: readonly string[]): Promise<WasmModule | 
     }
     return undefined;
   } finally {
-    v8.setFlagsFromString('--liftoff');
-    v8.setFlagsFromString('--wasm-lazy-compilation');
+    for (const flag of V8_WASM_DEFAULTS) v8.setFlagsFromString(flag);
   }
 }

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { LLHTTP_FILES, undiciUsesSimd, upstreamParserFromEnv, wasmFlagsGiven } from '../../src/upstream/parser-warmup.js';
+import { LLHTTP_FILES, V8_WASM_DEFAULTS, undiciUsesSimd, upstreamParserFromEnv, wasmFlagsGiven } from '../../src/upstream/parser-warmup.js';
 import { startFakeUpstream } from '../helpers/fake-upstream.js';
 import { spawnRelay } from '../helpers/relay-process.js';
 import { tempDir } from '../helpers/relay.js';
@@ -94,6 +94,17 @@ describe("undici's parser compiled ahead of the first call (parser-warmup.ts)", 
       await upstream.close();
     }
   }, 60_000);
+});
+
+describe('the flags the warm-up sets back', () => {
+  it("are this V8's own defaults (a Node whose defaults differ would otherwise be left changed)", async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, ['--v8-options'], { maxBuffer: 16 * 1024 * 1024 });
+    for (const flag of V8_WASM_DEFAULTS) {
+      const name = flag.slice(2);
+      const entry = stdout.match(new RegExp(`^\\s+--${name} \\(.*\\)\\n\\s+type: bool\\s+default: (\\S+)`, 'm'));
+      expect(entry?.[1], name).toBe(flag);
+    }
+  });
 });
 
 describe('which llhttp build undici compiles', () => {
