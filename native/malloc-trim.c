@@ -2,7 +2,7 @@
 // arena's top, where free() never trims) until a process asks for them to be given back, and JavaScript
 // has no way to ask. src/memory-trim.ts calls this in a quiet moment after RSS grew. A no-op (false)
 // where the C library is not glibc: musl, macOS and Windows allocators have no such call. `reduce` asks
-// V8 to collect and shrink the calling thread's heap (memory-pressure.cc).
+// V8 to collect and shrink the calling thread's heap in steps, `collect` at once (memory-pressure.cc).
 #include <node_api.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -29,6 +29,15 @@ static napi_value Reduce(napi_env env, napi_callback_info info) {
   (void)info;
   napi_value result;
   napi_get_boolean(env, relay_memory_pressure() != 0, &result);
+  return result;
+}
+
+int relay_low_memory(void);
+
+static napi_value Collect(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value result;
+  napi_get_boolean(env, relay_low_memory() != 0, &result);
   return result;
 }
 
@@ -119,6 +128,8 @@ NAPI_MODULE_INIT() {
   napi_set_named_property(env, exports, "trim", fn);
   napi_create_function(env, "reduce", NAPI_AUTO_LENGTH, Reduce, NULL, &fn);
   napi_set_named_property(env, exports, "reduce", fn);
+  napi_create_function(env, "collect", NAPI_AUTO_LENGTH, Collect, NULL, &fn);
+  napi_set_named_property(env, exports, "collect", fn);
   napi_create_function(env, "exec", NAPI_AUTO_LENGTH, Exec, NULL, &fn);
   napi_set_named_property(env, exports, "exec", fn);
   napi_create_function(env, "limitArenas", NAPI_AUTO_LENGTH, LimitArenas, NULL, &fn);

@@ -25,6 +25,7 @@ import type { FleetFlight } from './storage/fleet-flight.js';
 import type { RedisCacheStore } from './storage/redis-cache-store.js';
 import type { ReportStore } from './storage/report-store.js';
 import { createReportThread } from './report-thread.js';
+import { collectAfterBurst } from './memory-trim.js';
 import { type DataDirLock, lockDataDir } from './storage/data-dir-lock.js';
 import { listenUrls } from './listen-url.js';
 import { logDestination } from './log-destination.js';
@@ -200,6 +201,18 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
     ),
     store: reportStore,
     batchMax: config.reportBatchMax,
+    // (the worker's memory then comes after the burst's is given back, not on top of it)
+    openCalls: () => exchange.inflight.size,
+    onBurstEnd: () => {
+      const t0 = performance.now();
+      const rss = process.memoryUsage.rss();
+      releaseMemory();
+      if (collectAfterBurst()) {
+        const mb = (bytes: number): number => Math.round(bytes / 104_857.6) / 10;
+        const ms = Math.round(performance.now() - t0);
+        logger.debug({ ms, rssBeforeMb: mb(rss), rssAfterMb: mb(process.memoryUsage.rss()) }, 'a burst is over: its memory given back before the report worker starts');
+      }
+    },
   });
 
   const metrics = createMetrics({
@@ -296,6 +309,11 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
   });
   const server = createRelayServer({ maxHeaderBytes: config.maxHeaderBytes, requestTimeoutMs: config.requestTimeoutMs }, edge, apiEdge, toSite);
 
+  function releaseMemory(): boolean {
+    cacheStore.releaseMemory?.();
+    return upstream.releaseIdle();
+  }
+
   let closed: Promise<void> | undefined;
   return {
     server,
@@ -304,10 +322,7 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
     cache,
     reports,
     exchange,
-    releaseMemory() {
-      cacheStore.releaseMemory?.();
-      return upstream.releaseIdle();
-    },
+    releaseMemory,
     async listen(port, host) {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);

@@ -13,18 +13,28 @@ export interface QuietTimer {
   cancel(): void;
 }
 
-export function createQuietTimer(fire: () => void): QuietTimer {
+export interface QuietTimerOptions {
+  /** how long without a poke counts as quiet (default QUIET_MS) */
+  quietMs?: number;
+  /** the longest a firing waits after the first poke (default MAX_DELAY_MS) */
+  maxDelayMs?: number;
+}
+
+/** `fire` is told whether it fires in a quiet moment (true) or because the longest wait was reached (false). */
+export function createQuietTimer(fire: (quiet: boolean) => void, opts: QuietTimerOptions = {}): QuietTimer {
+  const quietMs = opts.quietMs ?? QUIET_MS;
+  const maxDelayMs = opts.maxDelayMs ?? MAX_DELAY_MS;
   let timer: NodeJS.Timeout | undefined;
   let first = 0;
   let last = 0;
   const check = (): void => {
     const now = performance.now();
     const quietFor = now - last;
-    if (quietFor < QUIET_MS && now - first < MAX_DELAY_MS) {
-      timer = setTimeout(check, Math.max(1, QUIET_MS - quietFor));
+    if (quietFor < quietMs && now - first < maxDelayMs) {
+      timer = setTimeout(check, Math.max(1, quietMs - quietFor));
     } else {
       timer = undefined;
-      fire();
+      fire(quietFor >= quietMs);
     }
   };
   return {
@@ -32,7 +42,7 @@ export function createQuietTimer(fire: () => void): QuietTimer {
       last = performance.now();
       if (timer) return;
       first = last;
-      timer = setTimeout(check, QUIET_MS);
+      timer = setTimeout(check, quietMs);
     },
     cancel() {
       clearTimeout(timer);

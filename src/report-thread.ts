@@ -358,6 +358,9 @@ export function createReportThread(settings: ReportThreadSettings, log: ReportTh
     get state() {
       return worker ? 'running' : stopping ? 'stopping' : 'stopped';
     },
+    get asleep() {
+      return worker === undefined;
+    },
     get starts() {
       return starts;
     },

@@ -32,6 +32,8 @@ export interface ReportPort {
   flush(): Promise<void>;
   close(): Promise<void>;
   readonly counters: WriterCounters;
+  /** true while no worker thread runs: the next batch starts one (report-thread.ts; absent in process) */
+  readonly asleep?: boolean;
 }
 
 export interface ReportServiceOptions {
@@ -40,6 +42,13 @@ export interface ReportServiceOptions {
   store: ReportStore;
   /** most records in one batch */
   batchMax: number;
+  /** proxied calls in progress (the exchange's flights): how the service tells a burst (see BURST_OPEN) */
+  openCalls?: () => number;
+  /**
+   * Called when a burst's records have waited for its end (see BURST_OPEN) and the event loop is quiet, just
+   * before they start the stopped worker: the relay gives back the burst's memory there (app.ts).
+   */
+  onBurstEnd?: () => void;
 }
 
 /**
@@ -53,6 +62,24 @@ const BATCH_BYTES = 1024 * 1024;
  * (where each batch would also be parsed while the ones before it are written).
  */
 const IN_FLIGHT_BYTES = 2 * 1024 * 1024;
+
+/**
+ * A burst's end, with the worker stopped (RELAY_REPORT_WORKER_IDLE_MS): proxied calls' records that come while
+ * at least BURST_OPEN calls are still open (a thousand streams ending together) do not start the worker at
+ * once. They wait until no more have come for BURST_QUIET_MS and fewer than BURST_OPEN calls are open (the
+ * burst is over), for at most BURST_MAX_MS and BURST_MAX_RECORDS. If at least BURST_RECORDS waited and the
+ * burst ended, `onBurstEnd` first gives back what it left on the event loop. The worker's ~30 MB (its
+ * isolate, young generation, the token tables, the batches it derives) then come after the burst's memory is
+ * gone, not on top of it: 1,000 streams ending together peaked at ~160-165 MB with the worker started by
+ * the first records, ~130-140 this way (docs/benchmarks.md). A direct-API report, a read or a flush ends the
+ * wait at once; a running worker, or a relay with few calls open, hands every batch over as it comes.
+ */
+const BURST_OPEN = 64;
+const BURST_RECORDS = 64;
+const BURST_QUIET_MS = 200;
+const BURST_MAX_MS = 2_000;
+/** (steady traffic rather than a burst's end: then the worker starts, with no give-back) */
+const BURST_MAX_RECORDS = 2_000;
 
 export interface ReportService {
   /** Hands a proxied exchange's record over; its report is written a moment later. */
@@ -112,14 +139,17 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
   /**
    * Hands what waits over, in batches of at most BATCH_BYTES of bodies (and batchMax records). Proxied
    * calls' records wait while IN_FLIGHT_BYTES are with the worker (they go as it answers); direct-API
-   * reports, whose clients wait, go at once, and `all` (a flush, a read) sends everything.
+   * reports, whose clients wait, go at once, and `all` (a flush, a read) sends everything. With the worker
+   * stopped, a burst's records first wait for its end (BURST_OPEN; `burstOver` when it has come).
    */
-  function send(all = false): void {
+  function send(all = false, burstOver = false): void {
     quiet.cancel();
     if (immediate) {
       clearImmediate(immediate);
       immediate = undefined;
     }
+    if (all || burstOver || api.length > 0) endBurstWait();
+    else if (waitsForBurstEnd()) return;
     while (proxy.length > 0 || api.length > 0) {
       if (!all && api.length === 0 && inFlightBytes >= IN_FLIGHT_BYTES) return;
       let records = proxy;
@@ -170,7 +200,40 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
       },
     );
   }
-  const quiet = createQuietTimer(send);
+  const quiet = createQuietTimer(() => send());
+
+  /** since when proxied records wait for their burst's end (BURST_OPEN), or undefined */
+  let burstSince: number | undefined;
+  const openCalls = (): number => opts.openCalls?.() ?? 0;
+  const burstEnd = createQuietTimer(
+    (quietly) => {
+      const over = openCalls() < BURST_OPEN;
+      // quiet, but the calls still open will end later (their records are the rest of the burst)
+      if (quietly && !over && performance.now() - burstSince! < BURST_MAX_MS) return burstEnd.poke();
+      burstSince = undefined;
+      if (quietly && over && proxy.length >= BURST_RECORDS) opts.onBurstEnd?.();
+      send(false, true);
+    },
+    { quietMs: BURST_QUIET_MS, maxDelayMs: BURST_MAX_MS },
+  );
+  /** Whether what waits now waits on for its burst's end (each call is a sign the burst goes on). */
+  function waitsForBurstEnd(): boolean {
+    if (burstSince === undefined) {
+      if (port.asleep !== true || openCalls() < BURST_OPEN) return false;
+      burstSince = performance.now();
+    }
+    if (proxy.length >= BURST_MAX_RECORDS) {
+      endBurstWait();
+      return false;
+    }
+    burstEnd.poke();
+    return true;
+  }
+  function endBurstWait(): void {
+    if (burstSince === undefined) return;
+    burstSince = undefined;
+    burstEnd.cancel();
+  }
 
   return {
     recordProxy(record) {

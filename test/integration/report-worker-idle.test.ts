@@ -43,7 +43,7 @@ async function until(what: () => boolean, ms = 10_000): Promise<void> {
   }
 }
 
-async function setUp(idleStopMs: number) {
+async function setUp(idleStopMs: number, burst?: { openCalls: () => number; onBurstEnd: () => void }) {
   const dataDir = await tempDir('llm-relay-idle-');
   dirs.push(dataDir);
   const settings = {
@@ -69,7 +69,7 @@ async function setUp(idleStopMs: number) {
   const errors: string[] = [];
   const thread: ReportThread = createReportThread(settings, { warn: (_o, m) => errors.push(m), error: (_o, m) => errors.push(m) });
   const store = createSqliteReportStore({ file: settings.sqliteFile });
-  const service = createReportService({ port: thread, store, batchMax: 500 });
+  const service = createReportService({ port: thread, store, batchMax: 500, ...burst });
   return { thread, service, store, errors, settings };
 }
 
@@ -110,6 +110,37 @@ describe('report worker idle stop', () => {
     // a clean close leaves the journal empty
     const { statSync } = await import('node:fs');
     expect(statSync(settings.journalFile).size).toBe(0);
+  });
+
+  it("a burst's records leave the stopped worker stopped until the burst is over, then give its memory back and start it once", async () => {
+    const seen: string[] = [];
+    let open = 400;
+    const { thread, service, store, errors } = await setUp(60_000, {
+      openCalls: () => open,
+      onBurstEnd: () => seen.push(`give back (${thread.state})`),
+    });
+    const ids: string[] = [];
+    // 400 proxied calls ending over ~0.4 s, as a round of streams does
+    for (let i = 0; i < 400; i++) {
+      const id = `burst-${i}`;
+      ids.push(id);
+      open--;
+      service.recordProxy(proxyRecord(id));
+      if (i % 10 === 9) {
+        await new Promise((r) => setTimeout(r, 10));
+        expect(thread.state).toBe('stopped');
+      }
+    }
+    expect(service.counters.pending).toBe(400);
+    await until(() => thread.state === 'running');
+    expect(seen).toEqual(['give back (stopped)']);
+    expect(thread.starts).toBe(1);
+    await service.flush();
+    for (const id of ids) expect((await store.get(id))?.id, id).toBe(id);
+    expect(await store.count()).toBe(400);
+    await service.close();
+    await store.close();
+    expect(errors).toEqual([]);
   });
 
   it('a store opened after an idle stop starts no sweep pass; one opened otherwise walks its blobs', async () => {

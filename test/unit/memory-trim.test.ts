@@ -8,6 +8,7 @@ import {
   type Binding,
   MALLOC_ARENAS,
   TRIM_CHANGE_BYTES,
+  collectAfterBurst,
   commandLine,
   loadTrimBinding,
   restartForMemory,
@@ -123,6 +124,39 @@ describe('memory trim', () => {
     expect(before.used_heap_size - after.used_heap_size).toBeGreaterThan(16 * MB);
     expect(after.total_heap_size).toBeLessThan(before.total_heap_size);
   }, 45_000);
+
+  it("at a burst's end, collects at once: the garbage in the event loop's old space is gone when the call returns, the heap shrunk, then it trims", () => {
+    const binding = loadTrimBinding()!;
+    expect(typeof binding.collect).toBe('function');
+    const heap = () => getHeapStatistics();
+    let kept: object[] | null = [];
+    for (let i = 0; i < 300_000; i++) kept.push({ i, s: `x${i}`, a: [i] });
+    for (let round = 0; round < 20; round++) {
+      const churn: object[] = [];
+      for (let i = 0; i < 100_000; i++) churn.push({ i });
+    }
+    kept = null;
+    const before = heap();
+    const order: string[] = [];
+    const spy: Binding = {
+      ...binding,
+      collect: () => (order.push('collect'), binding.collect!()),
+      trim: () => (order.push('trim'), binding.trim()),
+    };
+    expect(collectAfterBurst(spy)).toBe(true);
+    const after = heap(); // no waiting: unlike `reduce`, nothing is left for later steps
+    expect(order).toEqual(['collect', 'trim']);
+    expect(before.used_heap_size - after.used_heap_size).toBeGreaterThan(16 * MB);
+    expect(after.total_heap_size).toBeLessThan(before.total_heap_size - 16 * MB);
+  });
+
+  it('collects nothing without the addon, or with one built before `collect` was added', () => {
+    expect(collectAfterBurst(null)).toBe(false);
+    let trims = 0;
+    const old = { trim: () => (trims++, true), reduce: () => true, limitArenas: () => true, exec: () => 0, supported: true };
+    expect(collectAfterBurst(old)).toBe(false);
+    expect(trims).toBe(0);
+  });
 
   it('trims once in a quiet interval after RSS grew, and not while busy', () => {
     const r = rig([

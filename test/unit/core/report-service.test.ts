@@ -256,3 +256,167 @@ describe('report service: reads', () => {
     expect(flushes).toBe(1);
   });
 });
+
+describe("report service: a burst's end, with the worker stopped", () => {
+  /** A port whose thread is stopped until a batch starts it (report-thread.ts); `events` orders starts and gives-back. */
+  function sleepyService() {
+    const p = fakePort();
+    const events: string[] = [];
+    let asleep = true;
+    const port: ReportPort = {
+      ...p.port,
+      async send(batch) {
+        if (asleep) events.push('start');
+        asleep = false;
+        events.push('batch');
+        return p.port.send(batch);
+      },
+      get asleep() {
+        return asleep;
+      },
+    };
+    const calls = { open: 0 };
+    const reports = createReportService({
+      port,
+      store: {} as ReportStore,
+      batchMax: 500,
+      openCalls: () => calls.open,
+      onBurstEnd: () => events.push(`give back (${calls.open} open)`),
+    });
+    return {
+      p,
+      events,
+      reports,
+      calls,
+      sleep() {
+        asleep = true;
+      },
+    };
+  }
+  const ids = (n: number, from = 0) => Array.from({ length: n }, (_, i) => `r-${from + i}`);
+  const fake = () => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'performance', 'Date'] });
+
+  it('records of calls ending while many are open wait for the burst to end; it gives its memory back, then starts the worker', async () => {
+    fake();
+    const { p, events, reports, calls } = sleepyService();
+    calls.open = 100;
+    for (let i = 0; i < 100; i++) {
+      calls.open--;
+      reports.recordProxy(proxyRecord(i)); // 100 streams ending over a second: one every 10 ms
+      await vi.advanceTimersByTimeAsync(10);
+    }
+    expect(p.batches).toHaveLength(0);
+    expect(reports.counters.pending).toBe(100);
+    await vi.advanceTimersByTimeAsync(150);
+    expect(p.batches).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(events).toEqual(['give back (0 open)', 'start', 'batch']);
+    expect(p.proxyIds()).toEqual(ids(100));
+    // the worker runs now: the next records go in the usual quiet moment (never later than 50 ms)
+    calls.open = 200;
+    for (let i = 100; i < 110; i++) {
+      reports.recordProxy(proxyRecord(i));
+      await vi.advanceTimersByTimeAsync(1);
+    }
+    await vi.advanceTimersByTimeAsync(50);
+    expect(p.proxyIds()).toEqual(ids(110));
+    expect(events.filter((e) => e.startsWith('give back'))).toHaveLength(1);
+  });
+
+  it('a lull while the calls are still open does not end the wait; their records are the rest of the burst', async () => {
+    fake();
+    const { p, events, reports, calls } = sleepyService();
+    calls.open = 500;
+    for (let i = 0; i < 10; i++) reports.recordProxy(proxyRecord(i)); // a few streams end early
+    await vi.advanceTimersByTimeAsync(900);
+    expect(p.batches).toHaveLength(0);
+    for (let i = 10; i < 100; i++) reports.recordProxy(proxyRecord(i)); // then the rest, together
+    calls.open = 0;
+    await vi.advanceTimersByTimeAsync(199);
+    expect(p.batches).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(250);
+    expect(events).toEqual(['give back (0 open)', 'start', 'batch']);
+    expect(p.proxyIds()).toEqual(ids(100));
+  });
+
+  it('with few calls open, records start the worker in the usual quiet moment: nothing waits, nothing is given back', async () => {
+    fake();
+    const { p, events, reports, calls } = sleepyService();
+    calls.open = 8;
+    for (let i = 0; i < 100; i++) reports.recordProxy(proxyRecord(i));
+    await vi.advanceTimersByTimeAsync(10);
+    expect(events).toEqual(['start', 'batch']);
+    expect(p.proxyIds()).toEqual(ids(100));
+  });
+
+  it('while calls stay open and records keep coming, they wait 2 s at most, and start the worker without the give-back', async () => {
+    fake();
+    const { p, events, reports, calls } = sleepyService();
+    calls.open = 500;
+    let i = 0;
+    for (; i < 190; i++) {
+      reports.recordProxy(proxyRecord(i));
+      await vi.advanceTimersByTimeAsync(10);
+    }
+    expect(p.batches).toHaveLength(0);
+    for (; i < 230; i++) {
+      reports.recordProxy(proxyRecord(i));
+      await vi.advanceTimersByTimeAsync(10);
+    }
+    expect(events.slice(0, 2)).toEqual(['start', 'batch']);
+    expect(events.join()).not.toContain('give back');
+    await vi.advanceTimersByTimeAsync(50);
+    expect(p.proxyIds()).toEqual(ids(230));
+  });
+
+  it('quiet, with the calls still open, they wait 2 s at most as well', async () => {
+    fake();
+    const { p, events, reports, calls } = sleepyService();
+    calls.open = 500;
+    for (let i = 0; i < 100; i++) reports.recordProxy(proxyRecord(i));
+    await vi.advanceTimersByTimeAsync(1_900);
+    expect(p.batches).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(400);
+    expect(events).toEqual(['start', 'batch']);
+    expect(p.proxyIds()).toEqual(ids(100));
+  });
+
+  it('a direct-API report, a read or a flush ends the wait at once, the waiting records first', async () => {
+    const s = sleepyService();
+    s.calls.open = 500;
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    for (let i = 0; i < 100; i++) s.reports.recordProxy(proxyRecord(i));
+    await sleep(60);
+    expect(s.p.batches).toHaveLength(0);
+    expect(await s.reports.recordApi(apiRecord(1))).toBe(JSON.stringify({ n: 1 }));
+    expect(s.events).toEqual(['start', 'batch']);
+    expect(s.p.proxyIds()).toEqual(ids(100));
+    expect(s.p.batches[0]!.api.map((r) => r.id)).toEqual(['a-1']);
+
+    s.sleep(); // stopped again for being idle
+    for (let i = 100; i < 200; i++) s.reports.recordProxy(proxyRecord(i));
+    await sleep(60);
+    expect(s.p.proxyIds()).toEqual(ids(100));
+    await s.reports.flush();
+    expect(s.p.proxyIds()).toEqual(ids(200));
+
+    s.sleep();
+    for (let i = 200; i < 300; i++) s.reports.recordProxy(proxyRecord(i));
+    await sleep(60);
+    await s.reports.list({} as never).catch(() => undefined); // a read (this fake store has no list)
+    expect(s.p.proxyIds()).toEqual(ids(300));
+    // nothing left to fire later
+    s.calls.open = 0;
+    await sleep(300);
+    expect(s.p.batches).toHaveLength(3);
+    expect(s.events.join()).not.toContain('give back');
+  });
+
+  it('2,000 waiting records go at once (steady traffic has no end to wait for)', () => {
+    const { p, events, reports, calls } = sleepyService();
+    calls.open = 500;
+    for (let i = 0; i < 2_000; i++) reports.recordProxy(proxyRecord(i));
+    expect(events.slice(0, 2)).toEqual(['start', 'batch']);
+    expect(p.batches.length).toBeGreaterThan(0);
+  });
+});
