@@ -222,7 +222,7 @@ export function createReportService(opts: ReportServiceOptions): ReportService {
       if (port.asleep !== true || openCalls() < BURST_OPEN) return false;
       burstSince = performance.now();
     }
-    if (proxy.length >= BURST_MAX_RECORDS) {
+    if (proxy.length >= BURST_MAX_RECORDS || performance.now() - burstSince >= BURST_MAX_MS) {
       endBurstWait();
       return false;
     }

@@ -381,6 +381,24 @@ describe("report service: a burst's end, with the worker stopped", () => {
     expect(p.proxyIds()).toEqual(ids(100));
   });
 
+  it('2 s at most in all, also when records start coming again after a lull', async () => {
+    fake();
+    const { p, events, reports, calls } = sleepyService();
+    calls.open = 500;
+    for (let i = 0; i < 10; i++) reports.recordProxy(proxyRecord(i));
+    await vi.advanceTimersByTimeAsync(1_000); // a lull, calls still open: the wait goes on
+    expect(p.batches).toHaveLength(0);
+    let i = 10;
+    for (; i < 140 && p.batches.length === 0; i++) {
+      reports.recordProxy(proxyRecord(i)); // then records every 10 ms, on and on
+      await vi.advanceTimersByTimeAsync(10);
+    }
+    expect(events.slice(0, 2)).toEqual(['start', 'batch']);
+    expect(i).toBeLessThanOrEqual(10 + 106); // 2 s after the first record, within the usual 50 ms
+    expect(i).toBeGreaterThanOrEqual(10 + 99);
+    expect(events.join()).not.toContain('give back');
+  });
+
   it('a direct-API report, a read or a flush ends the wait at once, the waiting records first', async () => {
     const s = sleepyService();
     s.calls.open = 500;
