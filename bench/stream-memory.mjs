@@ -13,11 +13,11 @@
 //
 // DIR is a built checkout (its dist/cli.js); without --build, this checkout. Measuring aid: the preload itself
 // adds ~1 MB to each isolate.
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { exitOnProblems, parseCommandLine, parseRelayEnv } from './lib/options.mjs';
 import { BENCH_DIR, ROOT, freePort, installCleanup, makeLog, makeTempDir, sleep, spawnNode, startRelay, stopChild } from './lib/processes.mjs';
+import { statusMb, streamRound } from './lib/stream-round.mjs';
 
 const HELP = `Usage: node bench/stream-memory.mjs [options]   (npm run build first)
 
@@ -62,7 +62,6 @@ const log = makeLog('stream-memory');
 installCleanup({ log, relayGraceMs: 15_000 });
 const PROBE = path.join(BENCH_DIR, 'lib', 'isolate-probe.cjs');
 
-const statusMb = (pid, field) => Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`${field}:\\s+(\\d+)`))[1]) / 1024;
 
 /** /proc/PID/smaps summed by kind of mapping, in MB. */
 function pagesOf(pid, exe) {
@@ -80,17 +79,13 @@ function pagesOf(pid, exe) {
 
 /** One round of streams.mjs, with the process's RSS sampled every 10 ms meanwhile (and smaps at each new high). */
 async function round(url, pid, exe, state) {
-  const child = spawn(process.execPath, [path.join(shared, 'streams.mjs'), url, String(streams), String(pid)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  const sampler = setInterval(() => {
-    let rss;
-    try {
-      rss = statusMb(pid, 'VmRSS');
-    } catch {
-      return; // the relay is gone: the round's own result says so
-    }
-    if (rss > state.peak) {
+  return streamRound({
+    shared,
+    url,
+    streams,
+    pid,
+    onHigh(rss) {
+      if (rss <= state.peak) return;
       state.peak = rss;
       state.peakAt = Date.now();
       if (rss > state.pagesAt + 0.5) {
@@ -101,14 +96,8 @@ async function round(url, pid, exe, state) {
           /* gone meanwhile */
         }
       }
-    }
-  }, 10);
-  const code = await new Promise((resolve) => child.on('exit', resolve));
-  // the relay's rise goes on after the last response: a second more
-  await sleep(1000);
-  clearInterval(sampler);
-  if (code !== 0) throw new Error(`streams.mjs exited with ${code}`);
-  return JSON.parse(out);
+    },
+  });
 }
 
 /** The isolates' lines nearest `at` (each isolate's last line at or before it, within 200 ms). */
