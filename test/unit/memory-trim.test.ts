@@ -20,6 +20,16 @@ import { NODE_MAJOR } from '../../src/node-major.js';
 
 const MB = 1024 * 1024;
 
+/** ~40 MB of objects kept through young collections (so they are in old space), then dropped */
+function leavePromotedGarbage(): void {
+  const kept: object[] = [];
+  for (let i = 0; i < 300_000; i++) kept.push({ i, s: `x${i}`, a: [i] });
+  for (let round = 0; round < 20; round++) {
+    const churn: object[] = [];
+    for (let i = 0; i < 100_000; i++) churn.push({ i });
+  }
+}
+
 function rig(readings: { rss: number; utilization: number }[]) {
   let i = 0;
   let current = readings[0]!;
@@ -99,14 +109,7 @@ describe('memory trim', () => {
   it("tells V8 memory is short: garbage promoted to the event loop's old space goes, and the heap shrinks", async () => {
     const binding = loadTrimBinding()!;
     const heap = () => getHeapStatistics();
-    // ~40 MB of objects kept through young collections (so they are in old space), then dropped
-    let kept: object[] | null = [];
-    for (let i = 0; i < 300_000; i++) kept.push({ i, s: `x${i}`, a: [i] });
-    for (let round = 0; round < 20; round++) {
-      const churn: object[] = [];
-      for (let i = 0; i < 100_000; i++) churn.push({ i });
-    }
-    kept = null;
+    leavePromotedGarbage();
     const before = heap();
     expect(binding.reduce()).toBe(true);
     let after = heap();
@@ -129,13 +132,7 @@ describe('memory trim', () => {
     const binding = loadTrimBinding()!;
     expect(typeof binding.collect).toBe('function');
     const heap = () => getHeapStatistics();
-    let kept: object[] | null = [];
-    for (let i = 0; i < 300_000; i++) kept.push({ i, s: `x${i}`, a: [i] });
-    for (let round = 0; round < 20; round++) {
-      const churn: object[] = [];
-      for (let i = 0; i < 100_000; i++) churn.push({ i });
-    }
-    kept = null;
+    leavePromotedGarbage();
     const before = heap();
     const order: string[] = [];
     const spy: Binding = {
