@@ -25,7 +25,7 @@ import type { FleetFlight } from './storage/fleet-flight.js';
 import type { RedisCacheStore } from './storage/redis-cache-store.js';
 import type { ReportStore } from './storage/report-store.js';
 import { createReportThread } from './report-thread.js';
-import { collectAfterBurst } from './memory-trim.js';
+import { collectAfterBurst, toMb } from './memory-trim.js';
 import { type DataDirLock, lockDataDir } from './storage/data-dir-lock.js';
 import { listenUrls } from './listen-url.js';
 import { logDestination } from './log-destination.js';
@@ -208,9 +208,8 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
       const rss = process.memoryUsage.rss();
       releaseMemory();
       if (collectAfterBurst()) {
-        const mb = (bytes: number): number => Math.round(bytes / 104_857.6) / 10;
         const ms = Math.round(performance.now() - t0);
-        logger.debug({ ms, rssBeforeMb: mb(rss), rssAfterMb: mb(process.memoryUsage.rss()) }, 'a burst is over: its memory given back before the report worker starts');
+        logger.debug({ ms, rssBeforeMb: toMb(rss), rssAfterMb: toMb(process.memoryUsage.rss()) }, 'a burst is over: its memory given back before the report worker starts');
       }
     },
   });

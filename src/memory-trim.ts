@@ -40,6 +40,9 @@ export interface Binding {
   supported: boolean;
 }
 
+/** Bytes as MB with one decimal, for the log lines about memory handed back. */
+export const toMb = (bytes: number): number => Math.round(bytes / 104_857.6) / 10;
+
 /** The addon: undefined when it was not built (native/binding.gyp; `npm run build:native`). */
 export function loadTrimBinding(): Binding | undefined {
   return loadAddon<Binding>('malloc_trim');

@@ -3,7 +3,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RelayConfig } from './config.js';
 import { type AppOverrides, type Relay, buildApp } from './app.js';
-import { loadTrimBinding, startMemoryTrim } from './memory-trim.js';
+import { loadTrimBinding, startMemoryTrim, toMb } from './memory-trim.js';
 import { warmUpstreamParser } from './upstream/parser-warmup.js';
 
 /** The longest a start waits for undici's parser to be compiled (~0.2 s here) before it listens anyway. */
@@ -40,10 +40,9 @@ export async function startServer(config: Readonly<RelayConfig>, overrides: AppO
     );
   }
 
-  const mb = (bytes: number): number => Math.round(bytes / 104_857.6) / 10;
   const trimmer = startMemoryTrim({
     release: () => relay.releaseMemory(),
-    onTrim: (before, after, released) => log.debug({ rssBeforeMb: mb(before), rssAfterMb: mb(after), released }, 'memory handed back (malloc_trim)'),
+    onTrim: (before, after, released) => log.debug({ rssBeforeMb: toMb(before), rssAfterMb: toMb(after), released }, 'memory handed back (malloc_trim)'),
   });
   if (!loadTrimBinding() && process.platform === 'linux')
     log.info('native/malloc_trim is not built (`npm run build:native` builds it): memory a burst freed stays with the C library');
