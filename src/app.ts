@@ -202,7 +202,7 @@ async function assemble(config: Readonly<RelayConfig>, overrides: AppOverrides, 
     store: reportStore,
     batchMax: config.reportBatchMax,
     // (the worker's memory then comes after the burst's is given back, not on top of it)
-    openCalls: () => exchange.inflight.size,
+    openCalls: () => exchange.openCalls,
     onBurstEnd: () => {
       const t0 = performance.now();
       const rss = process.memoryUsage.rss();

@@ -173,8 +173,13 @@ export function createExchange(opts: ExchangeOptions): Exchange {
     }
   }
 
+  /** upstream calls whose answers have not ended (Exchange.openCalls) */
+  let openCalls = 0;
+
   return {
-    inflight,
+    get openCalls() {
+      return openCalls;
+    },
     async handle(req) {
       const t0 = performance.now();
       const startedAt = Date.now();
@@ -289,7 +294,17 @@ export function createExchange(opts: ExchangeOptions): Exchange {
       const leader = flight;
       const lease = fleetLease;
       // ── (end of the fleet step) ──
-      return forward({
+      // Open from here until its answer ends: forward calls exactly one of onStored / onFailed then (a
+      // rejection before either, a bug, closes it too).
+      openCalls++;
+      let open = true;
+      const ended = (): void => {
+        if (open) {
+          open = false;
+          openCalls--;
+        }
+      };
+      const forwarding = forward({
         req,
         target,
         base,
@@ -297,6 +312,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
         upstream: opts.upstream,
         cacheMaxEntryBytes: opts.cache.maxEntryBytes,
         onStored: (cached) => {
+          ended();
           leader?.settle(cached);
           const saved =
             cached && hash && policy.write
@@ -312,6 +328,7 @@ export function createExchange(opts: ExchangeOptions): Exchange {
           lease?.finish(saved);
         },
         onFailed: () => {
+          ended();
           leader?.settle(undefined);
           lease?.finish(false);
         },
@@ -326,6 +343,8 @@ export function createExchange(opts: ExchangeOptions): Exchange {
         hint,
         ...(opts.tracing ? { tracing: opts.tracing } : {}),
       });
+      forwarding.catch(ended);
+      return forwarding;
     },
   };
 }

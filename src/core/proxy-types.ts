@@ -2,12 +2,9 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { StoredAnswer } from './cached-response.js';
 import type { RelayErrorFacts } from './error-answer.js';
-import type { LiveAnswer } from './live-answer.js';
 import type { ProxyFacts, WireBytes } from './exchange-record.js';
 import type { CacheStatus } from './proxy-report.js';
-import type { SingleFlight } from './single-flight.js';
 import type { TraceFacts } from './trace-facts.js';
 
 export interface ProxyRequest {
@@ -62,5 +59,9 @@ export type OwnFacts = Pick<ProxyFacts, 'endedAt' | 'status' | 'cacheStatus' | '
 
 export interface Exchange {
   handle(req: ProxyRequest): Promise<ProxyResponse>;
-  readonly inflight: SingleFlight<StoredAnswer, LiveAnswer>;
+  /**
+   * Upstream calls whose answers have not ended (those the cache is off for too): how the report service
+   * tells a burst of streams from steady traffic (report-service.ts, BURST_OPEN).
+   */
+  readonly openCalls: number;
 }

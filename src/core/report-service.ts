@@ -42,7 +42,7 @@ export interface ReportServiceOptions {
   store: ReportStore;
   /** most records in one batch */
   batchMax: number;
-  /** proxied calls in progress (the exchange's flights): how the service tells a burst (see BURST_OPEN) */
+  /** proxied calls whose upstream answers are still open (Exchange.openCalls): how the service tells a burst (see BURST_OPEN) */
   openCalls?: () => number;
   /**
    * Called when a burst's records have waited for its end (see BURST_OPEN) and the event loop is quiet, just
