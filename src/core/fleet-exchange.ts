@@ -83,16 +83,24 @@ export function createFleetExchange(opts: { flight: FleetFlight; maxBytes: numbe
 
 
 /**
- * The leader mirrors its streamed answer to the fleet. The mirror only watches (a tap): it never keeps the
- * upstream call going by itself. While callers on other relays read the answer, it holds a reader's place
- * in the live answer, so that the call goes on when the callers on this relay leave — as it does for local
- * joiners — and gives that place up once no relay reads any more.
+ * The leader mirrors its streamed answer to the fleet once another relay follows it: the head at once (a
+ * follower learns from it that the answer streams), the bytes from the first follower on — the tap hands
+ * over the answer so far, then every chunk to the end. Most flights are never followed (a burst of distinct
+ * calls): their bytes never go to Redis, where a command for each few chunks of a thousand streams held
+ * ~45 MB of the event loop's heap and slowed the Redis connection for every other call. The mirror only
+ * watches (a tap): it never keeps the upstream call going by itself. While callers on other relays read the
+ * answer, it holds a reader's place in the live answer, so that the call goes on when the callers on this
+ * relay leave — as it does for local joiners — and gives that place up once no relay reads any more.
  */
 export function mirrorLive(live: LiveAnswer, lease: FleetLease): void {
   lease.head({ status: live.status, headers: live.headers, reportId: live.reportId });
-  live.tap({ chunk: (bytes) => lease.chunk(bytes), end: () => lease.end(), fail: () => lease.fail() });
+  let tapped = false;
   let held: ClientGone | undefined;
   lease.onRemoteReaders((reading) => {
+    if (reading && !tapped) {
+      tapped = true;
+      live.tap({ chunk: (bytes) => lease.chunk(bytes), end: () => lease.end(), fail: () => lease.fail() });
+    }
     if (reading && !held) {
       const gone = new ClientGone();
       const out = live.join(gone, () => {});

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeUpstream, chatCompletion, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { type ProxyResult, chat } from '../helpers/proxy-call.js';
 import { type TestRelay, get, startRelay } from '../helpers/relay.js';
+import { createClient } from '@keyv/redis';
 import { REDIS_URL, requireRedis } from '../helpers/servers.js';
 
 let up: FakeUpstream;
@@ -204,6 +205,38 @@ describe('single flight across three relays on one Redis', () => {
     expect(again.text).toBe(text);
     expect(await reportOf(relays[0]!, res)).toMatchObject({ proxy: { cacheStatus: 'MISS', outcome: 'client-abort' } });
     expect(await reportOf(relays[1]!, follower.res)).toMatchObject({ proxy: { cacheStatus: 'COALESCED', outcome: 'complete' } });
+  });
+
+  it("a streamed answer no other relay follows puts only its head into Redis; its first follower gets the answer so far, then the rest", async () => {
+    const headers = space();
+    const prompt = `fleet unfollowed one two three four five six seven eight ${randomUUID()}`;
+    up.eventGapMs = 60;
+    const lone = await openStream(relays[0]!.url, prompt, headers);
+    await lone.first;
+    await new Promise((r) => setTimeout(r, 250)); // a few events more, read by its caller alone
+    const redis = createClient({ url: REDIS_URL });
+    await redis.connect();
+    try {
+      const kinds = async (): Promise<string[]> => {
+        const [stream, ...others] = await redis.keys(`llm-relay:flight-stream:${headers['x-relay-cache-namespace']}:*`);
+        expect(stream).toBeDefined();
+        expect(others).toEqual([]);
+        return (await redis.xRange(stream!, '-', '+')).map((e) => String(e.message.t));
+      };
+      expect(await kinds()).toEqual(['h']);
+      const follower = await openStream(relays[1]!.url, prompt, headers);
+      const [a, b] = await Promise.all([lone.rest(), follower.rest()]);
+      expect(follower.res.headers.get('x-relay-cache')).toBe('COALESCED');
+      expect(a).toMatch(/data: \[DONE\]\n\n$/);
+      expect(b).toBe(a);
+      expect(up.calls).toHaveLength(1);
+      // the answer so far as one entry, the rest as it came, its end
+      const after = await kinds();
+      expect(after.slice(0, 2)).toEqual(['h', 'c']);
+      expect(after).toContain('e');
+    } finally {
+      await redis.close();
+    }
   });
 
   it('when every caller on every relay has left, the upstream call is aborted and nothing is stored', async () => {
