@@ -6,6 +6,7 @@ import Keyv from 'keyv';
 import KeyvRedis, { createClient } from '@keyv/redis';
 import { StoreUnavailableError } from '../errors.js';
 import type { CacheRecord, CacheStore, CacheStoreStats } from './cache-store.js';
+import { deflateRaw, inflateRaw } from './raw-deflate.js';
 
 export interface RedisCacheStoreOptions {
   /** redis://[user:password@]host:port[/db] or rediss://… */
@@ -56,11 +57,47 @@ export interface RedisCacheStore extends CacheStore {
   readonly redis: RedisConnection;
 }
 
-/** What is kept per key, serialized by keyv inside its `{ value, expires }` envelope. */
+/**
+ * What is kept per key, serialized by keyv inside its `{ value, expires }` envelope: the value's text, or (a
+ * value of PACK_FROM characters or more, when it comes out smaller) its UTF-8 deflated and in base64.
+ */
 interface StoredEntry {
-  value: string;
+  value?: string;
+  /** the value's UTF-8, raw DEFLATE (raw-deflate.ts), base64 */
+  z?: string;
   createdAt: number;
   expiresAt: number;
+}
+
+/**
+ * Values from this length up are kept deflated. An answer's text inside keyv's JSON envelope was escaped
+ * once more (every quote and newline of an SSE stream: ~1.4 times its length) and crossed the connection
+ * whole: a thousand streams ending together left ~145 KB of promoted garbage each on the event loop (the
+ * value, its escaped envelope, the command's RESP text, all held until Redis answered) and peaked at
+ * ~205-215 MB. Deflated, a 60-event stream's entry is ~1 KB instead of ~14 (Redis' memory, the bytes on
+ * the wire), the garbage ~88 KB, the peak ~165 MB (docs/internals.md, "The Redis cache's entries").
+ */
+const PACK_FROM = 1024;
+
+function packEntry(record: CacheRecord): StoredEntry {
+  const times = { createdAt: record.createdAt, expiresAt: record.expiresAt };
+  if (record.value.length < PACK_FROM) return { value: record.value, ...times };
+  const z = deflateRaw(Buffer.from(record.value, 'utf8')).toString('base64');
+  return z.length < record.value.length ? { z, ...times } : { value: record.value, ...times };
+}
+
+/**
+ * The entry's value, or undefined for a value that is not one of ours (written by something else in the
+ * namespace, or cut short): such a key is skipped, as a miss.
+ */
+function valueOf(entry: StoredEntry | undefined): string | undefined {
+  if (typeof entry?.value === 'string') return entry.value;
+  if (typeof entry?.z !== 'string') return undefined;
+  try {
+    return inflateRaw(Buffer.from(entry.z, 'base64')).toString('utf8');
+  } catch {
+    return undefined;
+  }
 }
 
 function describeError(err: unknown): string {
@@ -175,7 +212,7 @@ export async function createRedisCacheStore(opts: RedisCacheStoreOptions): Promi
   async function parseEntry(text: string): Promise<StoredEntry | undefined> {
     try {
       const entry = (await keyv.deserializeData<StoredEntry>(text))?.value;
-      return typeof entry?.value === 'string' && typeof entry.expiresAt === 'number' ? entry : undefined;
+      return (typeof entry?.value === 'string' || typeof entry?.z === 'string') && typeof entry.expiresAt === 'number' ? entry : undefined;
     } catch {
       return undefined;
     }
@@ -191,31 +228,46 @@ export async function createRedisCacheStore(opts: RedisCacheStoreOptions): Promi
     } while (cursor !== '0');
   }
 
+  // Sets on their way to Redis, packed: a get meanwhile finds them here (setsSeenAtOnce), so the cache service
+  // keeps no copy of its own. That copy was the whole value, held until Redis answered: at the end of a burst,
+  // long enough to be promoted to V8's old generation, and garbage there a moment later.
+  const pending = new Map<string, StoredEntry>();
+
   return {
     kind: 'redis',
     readsInProcess: false,
-    setsSeenAtOnce: false,
+    setsSeenAtOnce: true,
     redis: { client, keyPrefix: `${namespace}:`, entryKey: (key) => `${prefix}${key}` },
 
     async get(key) {
-      const entry = await op('GET', () => keyv.get(key));
+      const entry = pending.get(key) ?? (await op('GET', () => keyv.get(key)));
       // Redis drops the key at expiresAt by itself; this check makes the store follow the injected clock
       // too. No delete here: another instance may have just written a fresh entry under this key.
       if (entry === undefined || entry.expiresAt <= now()) return undefined;
-      return { key, value: entry.value, createdAt: entry.createdAt, expiresAt: entry.expiresAt };
+      const value = valueOf(entry);
+      return value === undefined ? undefined : { key, value, createdAt: entry.createdAt, expiresAt: entry.expiresAt };
     },
 
     async set(record) {
       const ttl = Math.ceil(record.expiresAt - now());
       if (ttl <= 0) {
+        pending.delete(record.key);
         await op('DEL', () => keyv.delete(record.key));
         return;
       }
-      const entry: StoredEntry = { value: record.value, createdAt: record.createdAt, expiresAt: record.expiresAt };
-      await op('SET', () => keyv.set(record.key, entry, ttl));
+      const entry = packEntry(record);
+      pending.set(record.key, entry);
+      try {
+        await op('SET', () => keyv.set(record.key, entry, ttl));
+      } finally {
+        if (pending.get(record.key) === entry) pending.delete(record.key);
+      }
     },
 
-    delete: (key) => op('DEL', () => keyv.delete(key)),
+    delete(key) {
+      pending.delete(key);
+      return op('DEL', () => keyv.delete(key));
+    },
 
     async *entries(): AsyncIterable<CacheRecord> {
       for await (const keys of scanKeys()) {
@@ -225,8 +277,10 @@ export async function createRedisCacheStore(opts: RedisCacheStoreOptions): Promi
           if (text === null || redisKey === undefined) continue; // expired between SCAN and MGET
           const entry = await parseEntry(text);
           if (entry === undefined || entry.expiresAt <= now()) continue;
+          const value = valueOf(entry);
+          if (value === undefined) continue;
           const key = redisKey.slice(prefix.length);
-          yield { key, value: entry.value, createdAt: entry.createdAt, expiresAt: entry.expiresAt };
+          yield { key, value, createdAt: entry.createdAt, expiresAt: entry.expiresAt };
         }
       }
     },

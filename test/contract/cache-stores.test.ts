@@ -447,6 +447,50 @@ describe('redis cache store', () => {
     await store.close();
   });
 
+  it('keeps a long value deflated (what Redis holds is a fraction of it) and reads it back whole', async () => {
+    const namespace = nextNamespace();
+    const store = await openRedis({ namespace });
+    const createdAt = Date.now();
+    // an SSE stream's entry: the head, then 60 events that repeat their envelope, quotes and newlines
+    const events = Array.from({ length: 60 }, (_, i) => `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"word ${i} "}}]}\n\n`);
+    const long: CacheRecord = { key: 'openai:chat:long:ü', value: `{"v":2,"status":200,"headers":{},"sse":true}\n${events.join('')}data: [DONE]\n\n`, createdAt, expiresAt: createdAt + 60_000 };
+    const short: CacheRecord = { key: 'openai:chat:short', value: '{"v":2,"status":200,"headers":{}}\n{"ok":true}', createdAt, expiresAt: createdAt + 60_000 };
+    await store.set(long);
+    await store.set(short);
+    const raw = await withRedisClient(async (client) => ({
+      long: JSON.parse((await client.get(`${namespace}::${long.key}`))!),
+      short: JSON.parse((await client.get(`${namespace}::${short.key}`))!),
+    }));
+    expect(Object.keys(raw.long.value).sort()).toEqual(['createdAt', 'expiresAt', 'z']);
+    expect(raw.long.value.z.length).toBeLessThan(long.value.length / 5);
+    expect(raw.short.value).toEqual({ value: short.value, createdAt, expiresAt: short.expiresAt });
+    expect(await store.get(long.key)).toEqual(long);
+    expect(await store.get(short.key)).toEqual(short);
+    const listed: CacheRecord[] = [];
+    for await (const r of store.entries()) listed.push(r);
+    expect(listed.sort((a, b) => a.key.localeCompare(b.key))).toEqual([long, short]);
+    await store.close();
+  });
+
+  it('reads the entries earlier versions wrote (the value as text), and skips a deflated value that does not inflate', async () => {
+    const namespace = nextNamespace();
+    const store = await openRedis({ namespace });
+    const createdAt = Date.now();
+    const expiresAt = createdAt + 60_000;
+    const older = `{"v":2,"status":200,"headers":{}}\n${'{"choices":[{"message":{"content":"an answer long enough to be deflated today"}}]}'.repeat(30)}`;
+    await withRedisClient(async (client) => {
+      // keyv's envelope around the entry, as the relay wrote it before values were deflated
+      await client.set(`${namespace}::openai:chat:older`, JSON.stringify({ value: { value: older, createdAt, expiresAt }, expires: expiresAt }), { PX: 60_000 });
+      await client.set(`${namespace}::openai:chat:broken`, JSON.stringify({ value: { z: 'bm90IGRlZmxhdGU=', createdAt, expiresAt }, expires: expiresAt }), { PX: 60_000 });
+    });
+    expect(await store.get('openai:chat:older')).toEqual({ key: 'openai:chat:older', value: older, createdAt, expiresAt });
+    expect(await store.get('openai:chat:broken')).toBeUndefined();
+    const listed: string[] = [];
+    for await (const r of store.entries()) listed.push(r.key);
+    expect(listed).toEqual(['openai:chat:older']);
+    await store.close();
+  });
+
   it('fails with StoreUnavailableError within ~3 s when nothing listens, without unhandled rejections', async () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown): void => {
@@ -483,7 +527,8 @@ describe('redis cache store', () => {
       const stored: CacheRecord = { key: 'openai:chat:away', value: '{"a":1}', createdAt, expiresAt: createdAt + 60_000 };
       await store.set(stored);
       await proxy.stop();
-      for (const call of [() => store.get(stored.key), () => store.set(stored), () => store.ping()]) {
+      // (a get after the failed set: what it could not write is not served from memory either)
+      for (const call of [() => store.get(stored.key), () => store.set(stored), () => store.get(stored.key), () => store.ping()]) {
         const started = performance.now();
         await expect(call()).rejects.toBeInstanceOf(StoreUnavailableError);
         expect(performance.now() - started).toBeLessThan(1_500);
