@@ -3,7 +3,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RelayConfig } from './config.js';
 import { type AppOverrides, type Relay, buildApp } from './app.js';
-import { loadTrimBinding, startMemoryTrim, toMb } from './memory-trim.js';
+import { giveBackAfterStart, loadTrimBinding, startMemoryTrim, toMb } from './memory-trim.js';
 import { warmUpstreamParser } from './upstream/parser-warmup.js';
 
 /** The longest a start waits for undici's parser to be compiled (~0.2 s here) before it listens anyway. */
@@ -27,6 +27,10 @@ export async function startServer(config: Readonly<RelayConfig>, overrides: AppO
     const trimmed = loadTrimBinding()?.trim();
     log.debug({ compiled: module !== undefined, ms: Math.round(performance.now() - started), trimmed }, 'upstream parser compiled');
   }
+  const rssBefore = process.memoryUsage.rss();
+  const gaveBackMs = giveBackAfterStart();
+  if (gaveBackMs !== undefined)
+    log.debug({ ms: Math.round(gaveBackMs), rssBeforeMb: toMb(rssBefore), rssAfterMb: toMb(process.memoryUsage.rss()) }, "the start's heap given back before listening");
   try {
     await relay.listen(config.port, config.host);
   } catch (err) {

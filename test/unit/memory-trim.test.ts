@@ -9,6 +9,7 @@ import {
   MALLOC_ARENAS,
   TRIM_CHANGE_BYTES,
   collectAfterBurst,
+  giveBackAfterStart,
   commandLine,
   loadTrimBinding,
   restartForMemory,
@@ -145,6 +146,25 @@ describe('memory trim', () => {
     expect(order).toEqual(['collect', 'trim']);
     expect(before.used_heap_size - after.used_heap_size).toBeGreaterThan(16 * MB);
     expect(after.total_heap_size).toBeLessThan(before.total_heap_size - 16 * MB);
+  });
+
+  it('gives back what a start left in the heap only when it holds more than 8 MB it does not use', () => {
+    const binding = loadTrimBinding()!;
+    const order: string[] = [];
+    const spy: Binding = {
+      ...binding,
+      collect: () => (order.push('collect'), binding.collect!()),
+      trim: () => (order.push('trim'), binding.trim()),
+    };
+    // the embedded default's start: 12 MB committed for 9 used
+    expect(giveBackAfterStart({ heapTotal: 12 * MB, heapUsed: 9 * MB }, spy)).toBeUndefined();
+    expect(order).toEqual([]);
+    // a start that loaded the Redis client: 32 committed for 15
+    const ms = giveBackAfterStart({ heapTotal: 32 * MB, heapUsed: 15 * MB }, spy);
+    expect(typeof ms).toBe('number');
+    expect(ms).toBeGreaterThanOrEqual(0);
+    expect(order).toEqual(['collect', 'trim']);
+    expect(giveBackAfterStart({ heapTotal: 32 * MB, heapUsed: 15 * MB }, null)).toBeUndefined();
   });
 
   it('collects nothing without the addon, or with one built before `collect` was added', () => {
