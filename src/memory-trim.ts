@@ -71,7 +71,7 @@ const START_SLACK_BYTES = 8 * 1024 * 1024;
  * store's client grows the young generation to its cap (the Redis cache's node-redis and keyv: the heap 32 MB
  * committed for 15 used, against 12 for 9 on the embedded default), and nothing would shrink it later: the
  * quiet moment's trim (startMemoryTrim) measures from the RSS the relay listened with. Measured: a relay
- * with the Redis cache idles at 63-66 MB instead of 81-85, for ~25 ms once before it listens. Returns how
+ * with the Redis cache idles at 63-66 MB instead of 81-85, for 25-35 ms once before it listens. Returns how
  * long it took, or undefined when the heap holds little it does not use (the embedded default) or the addon
  * has no `collect`.
  */

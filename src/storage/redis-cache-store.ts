@@ -241,7 +241,8 @@ export async function createRedisCacheStore(opts: RedisCacheStoreOptions): Promi
     redis: { client, keyPrefix: `${namespace}:`, entryKey: (key) => `${prefix}${key}` },
 
     async get(key) {
-      const entry = pending.get(key) ?? (await op('GET', () => keyv.get(key)));
+      // (a closed store rejects, as op does, also for a set it never finished)
+      const entry = (closed ? undefined : pending.get(key)) ?? (await op('GET', () => keyv.get(key)));
       // Redis drops the key at expiresAt by itself; this check makes the store follow the injected clock
       // too. No delete here: another instance may have just written a fresh entry under this key.
       if (entry === undefined || entry.expiresAt <= now()) return undefined;
