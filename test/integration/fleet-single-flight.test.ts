@@ -3,11 +3,11 @@
 // event about when the first caller does; every caller gets its own report. Each test uses a namespace of
 // its own (x-relay-cache-namespace), so runs in parallel never share a key.
 import { randomUUID } from 'node:crypto';
+import { createClient } from '@keyv/redis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeUpstream, chatCompletion, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { type ProxyResult, chat } from '../helpers/proxy-call.js';
 import { type TestRelay, get, startRelay } from '../helpers/relay.js';
-import { createClient } from '@keyv/redis';
 import { REDIS_URL, requireRedis } from '../helpers/servers.js';
 
 let up: FakeUpstream;

@@ -47,7 +47,7 @@ describe('open calls', () => {
       expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
       expect(answers.map((a) => a.cache)).toEqual(Array(5).fill(cache ? 'MISS' : 'BYPASS'));
       await until(() => relay.exchange.openCalls === 0);
-      // a hit goes nowhere upstream: nothing opens
+      // a hit goes nowhere upstream (with the cache off the same call is one more upstream call)
       const again = await chat(relay.url, 'stream 1 of a burst', { stream: true });
       expect(again.cache).toBe(cache ? 'HIT' : 'BYPASS');
       expect(up.calls).toHaveLength(cache ? 5 : 6);
