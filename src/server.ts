@@ -27,10 +27,10 @@ export async function startServer(config: Readonly<RelayConfig>, overrides: AppO
     const trimmed = loadTrimBinding()?.trim();
     log.debug({ compiled: module !== undefined, ms: Math.round(performance.now() - started), trimmed }, 'upstream parser compiled');
   }
-  const rssBefore = process.memoryUsage.rss();
-  const gaveBackMs = giveBackAfterStart();
+  const usage = process.memoryUsage();
+  const gaveBackMs = giveBackAfterStart(usage);
   if (gaveBackMs !== undefined)
-    log.debug({ ms: Math.round(gaveBackMs), rssBeforeMb: toMb(rssBefore), rssAfterMb: toMb(process.memoryUsage.rss()) }, "the start's heap given back before listening");
+    log.debug({ ms: Math.round(gaveBackMs), rssBeforeMb: toMb(usage.rss), rssAfterMb: toMb(process.memoryUsage.rss()) }, "the start's heap given back before listening");
   try {
     await relay.listen(config.port, config.host);
   } catch (err) {

@@ -6,7 +6,8 @@ import Keyv from 'keyv';
 import KeyvRedis, { createClient } from '@keyv/redis';
 import { StoreUnavailableError } from '../errors.js';
 import type { CacheRecord, CacheStore, CacheStoreStats } from './cache-store.js';
-import { deflateRaw, inflateRaw } from './raw-deflate.js';
+import { scratchUtf8 } from '../scratch-buffer.js';
+import { DEFLATE_FROM, deflateRaw, inflateRaw } from './raw-deflate.js';
 
 export interface RedisCacheStoreOptions {
   /** redis://[user:password@]host:port[/db] or rediss://… */
@@ -59,7 +60,7 @@ export interface RedisCacheStore extends CacheStore {
 
 /**
  * What is kept per key, serialized by keyv inside its `{ value, expires }` envelope: the value's text, or (a
- * value of PACK_FROM characters or more, when it comes out smaller) its UTF-8 deflated and in base64.
+ * value of DEFLATE_FROM characters or more, when it comes out smaller) its UTF-8 deflated and in base64.
  */
 interface StoredEntry {
   value?: string;
@@ -70,20 +71,19 @@ interface StoredEntry {
 }
 
 /**
- * Values from this length up are kept deflated. An answer's text inside keyv's JSON envelope was escaped
- * once more (every quote and newline of an SSE stream: ~1.15 times its length) and crossed the connection
- * whole: a thousand streams ending together left ~145 KB of promoted garbage each on the event loop (the
- * value, its escaped envelope, the command's RESP text, all held until Redis answered). Deflated, a
- * 60-event stream's entry is 0.6 KB instead of 16.5 (Redis' memory, the bytes on the wire), reading and
- * writing it take about half the time, and the garbage is ~88 KB a stream (docs/internals.md, "The Redis
- * cache's entries").
+ * The entry of a record: deflated from DEFLATE_FROM characters up (raw-deflate.ts). An answer's text inside
+ * keyv's JSON envelope was escaped once more (every quote and newline of an SSE stream: ~1.15 times its
+ * length) and crossed the connection whole: a thousand streams ending together left ~145 KB of promoted
+ * garbage each on the event loop (the value, its escaped envelope, the command's RESP text, all held until
+ * Redis answered). Deflated, a 60-event stream's entry is 0.6 KB instead of 16.5 (Redis' memory, the bytes
+ * on the wire), reading and writing it take about half the time, and the garbage is ~88 KB a stream
+ * (docs/internals.md, "The Redis cache's entries").
  */
-const PACK_FROM = 1024;
-
 function packEntry(record: CacheRecord): StoredEntry {
   const times = { createdAt: record.createdAt, expiresAt: record.expiresAt };
-  if (record.value.length < PACK_FROM) return { value: record.value, ...times };
-  const z = deflateRaw(Buffer.from(record.value, 'utf8')).toString('base64');
+  if (record.value.length < DEFLATE_FROM) return { value: record.value, ...times };
+  // (its UTF-8 in the thread's scratch bytes: only the deflated copy is kept)
+  const z = deflateRaw(scratchUtf8(record.value)).toString('base64');
   return z.length < record.value.length ? { z, ...times } : { value: record.value, ...times };
 }
 

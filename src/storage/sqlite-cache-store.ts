@@ -8,7 +8,7 @@ import { LRUCache } from 'lru-cache';
 import { StoreUnavailableError } from '../errors.js';
 import { createQuietTimer } from '../quiet-timer.js';
 import type { CacheRecord, CacheStore, CacheStoreStats } from './cache-store.js';
-import { deflateRaw, inflateRaw } from './raw-deflate.js';
+import { DEFLATE_FROM, deflateRaw, inflateRaw } from './raw-deflate.js';
 import { scratchUtf8 } from '../scratch-buffer.js';
 import { makePrivateDir, preparePrivateFile, sqliteCompanions } from './private-files.js';
 import { Database } from './sqlite-driver.js';
@@ -167,18 +167,13 @@ function entrySize(key: string, value: string): number {
 }
 
 /**
- * Values from this size up are kept deflated (an answer's JSON shrinks to a third); smaller ones as text:
- * below 1 KiB it saves a few hundred bytes a row, for a call on the event loop (raw-deflate.ts).
- */
-const PACK_FROM = 1024;
-
-/**
  * The stored form of a value: the text itself, or a BLOB of its deflated UTF-8 when that is smaller. The
  * column's type tells them apart, so files written before (all text) read as they are, and a row stays
  * readable with the sqlite3 shell (`SELECT CAST(value AS TEXT)` for text, zlib for a BLOB).
  */
 function packValue(value: string): string | Buffer {
-  if (value.length < PACK_FROM) return value;
+  // (an answer's JSON shrinks to a third)
+  if (value.length < DEFLATE_FROM) return value;
   // (its UTF-8 in the thread's scratch bytes: only the deflated copy is kept)
   const bytes = scratchUtf8(value);
   const packed = deflateRaw(bytes);

@@ -1,7 +1,7 @@
 // The calls the relay counts as open (Exchange.openCalls): every upstream call from its start until its answer
 // ends, with the cache on or off. The report service tells a burst of streams by this count (BURST_OPEN in
 // report-service.ts): a relay with the cache off, which has no single flights, must count its calls too.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { chat } from '../helpers/proxy-call.js';
 import { type TestRelay, startRelay } from '../helpers/relay.js';
@@ -26,13 +26,9 @@ async function relayWith(cache: boolean, upstreamUrl = up.url): Promise<TestRela
   return relay;
 }
 
-async function until(what: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!what()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+/** Waits (up to 5 s) until `what` holds. */
+const until = (what: () => boolean): Promise<void> =>
+  vi.waitFor(() => expect(what()).toBe(true), { timeout: 5000, interval: 5 });
 
 describe('open calls', () => {
   for (const cache of [true, false]) {
